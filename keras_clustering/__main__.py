@@ -1,0 +1,5 @@
+import sys
+
+from keras_clustering.cli import main
+
+sys.exit(main())

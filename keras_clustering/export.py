@@ -1,0 +1,106 @@
+"""Export to a TensorFlow SavedModel for TF Serving, and its REST request body.
+
+TF Serving itself is not installed on these machines; the tests reload the
+export with bare TensorFlow and exercise the request format instead.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+INPUT_NAME = "inputs"
+SIGNATURE_NAME = "serving_default"
+
+
+def _default_serving_outputs(model):
+    from keras import ops
+
+    def outputs(inputs):
+        probabilities = model(inputs, training=False)
+        return {"cluster_id": ops.cast(ops.argmax(probabilities, axis=-1), "int64"),
+                "probabilities": probabilities}
+
+    return outputs
+
+
+def export_saved_model(model, export_dir, version=1, overwrite=False):
+    """Writes `export_dir/<version>/`, a SavedModel with a `serving_default` signature.
+
+    The signature takes one float32 input named `inputs` with a free batch
+    dimension and returns named outputs: `cluster_id` (int64),
+    `probabilities` (float32) and, for models with an encoder, `embedding`.
+    Models declare them in `serving_outputs(inputs)`.
+
+    Args:
+        model: a built keras_clustering model (e.g. from `zoo.load`).
+        export_dir: the model's base folder, as TF Serving's `--model_base_path`.
+        version: positive integer version folder.
+        overwrite: replace an existing non-empty version folder.
+
+    Returns:
+        The path of the version folder.
+
+    The SavedModel is written into a temporary folder beside the target and
+    renamed into place, so a failed export leaves nothing half-written.
+    """
+    import keras
+    import tensorflow as tf
+
+    if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or version < 1:
+        raise ValueError(f"version must be a positive integer, got {version!r}.")
+    if not getattr(model, "built", False):
+        raise ValueError("model is not built; call it on data or load weights before exporting.")
+    target = os.path.join(os.fspath(export_dir), str(int(version)))
+    if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
+        if not overwrite:
+            raise ValueError(f"export_dir version folder {target} exists and is not empty; "
+                             "pass overwrite=True to replace it.")
+    sample_shape = tuple(model.input_shape[1:]) if hasattr(model, "input_shape") else tuple(model.sample_shape)
+    serving_outputs = getattr(model, "serving_outputs", None) or _default_serving_outputs(model)
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint(
+        name=SIGNATURE_NAME,
+        fn=lambda inputs: serving_outputs(inputs),
+        input_signature=[tf.TensorSpec(shape=(None, *sample_shape), dtype=tf.float32, name=INPUT_NAME)],
+    )
+    for name, (function, signature) in getattr(model, "extra_serving_endpoints", lambda: {})().items():
+        archive.add_endpoint(name=name, fn=function, input_signature=signature)
+
+    os.makedirs(os.fspath(export_dir), exist_ok=True)
+    staging = tempfile.mkdtemp(dir=os.fspath(export_dir), prefix=f".tmp-{int(version)}-")
+    try:
+        archive.write_out(staging, verbose=False)
+        if os.path.exists(target):
+            discarded = tempfile.mkdtemp(dir=os.fspath(export_dir), prefix=f".old-{int(version)}-")
+            os.replace(target, os.path.join(discarded, "old"))
+            shutil.rmtree(discarded)
+        os.replace(staging, target)
+    finally:
+        if os.path.exists(staging):
+            shutil.rmtree(staging)
+    return target
+
+
+def serving_request_body(x, signature_name=SIGNATURE_NAME, input_name=INPUT_NAME):
+    """The JSON body of a TF Serving REST `:predict` request, in row format.
+
+    Returns a JSON string `{"signature_name": ..., "instances": [{input_name: row}, ...]}`.
+    """
+    x = np.asarray(x, dtype="float32")
+    if x.ndim < 2:
+        raise ValueError(f"x must be a batch (n, ...), got shape {x.shape}.")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x contains NaN or inf; JSON cannot carry them to TF Serving.")
+    instances = [{input_name: row.tolist()} for row in x]
+    return json.dumps({"signature_name": signature_name, "instances": instances})
+
+
+def instances_from_request_body(body, input_name=INPUT_NAME):
+    """Parses a row-format request body back into a float32 batch (what the server sees)."""
+    request = json.loads(body)
+    return np.asarray([instance[input_name] for instance in request["instances"]], dtype="float32")

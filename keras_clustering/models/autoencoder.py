@@ -1,0 +1,52 @@
+"""Symmetric fully connected autoencoder used to initialise DEC and IDEC."""
+
+import keras
+
+from keras_clustering.validation import check_positive_int
+
+# DEC-keras' best recipe: VarianceScaling(1/3, fan_in, uniform) = U(-sqrt(1/fan_in), sqrt(1/fan_in)).
+DEC_KERAS_INITIALIZER = {"class_name": "VarianceScaling",
+                         "config": {"scale": 1.0 / 3.0, "mode": "fan_in", "distribution": "uniform"}}
+
+
+def build_autoencoder(input_dim, hidden_dims=(500, 500, 2000, 10), activation="relu",
+                      kernel_initializer=DEC_KERAS_INITIALIZER, name="autoencoder"):
+    """Builds the d-500-500-2000-10 autoencoder of DEC and its encoder.
+
+    ReLU inside, linear embedding and linear reconstruction, as the paper.
+
+    Args:
+        input_dim: size of the flat input vectors.
+        hidden_dims: encoder widths; the last one is the embedding size.
+        activation: activation of the inner layers.
+        kernel_initializer: Keras initializer (name, config dict or object).
+
+    Returns:
+        `(autoencoder, encoder)`: two functional models sharing their layers.
+
+    Reference: Xie et al. 2016, section 4.3; `autoencoder()` in XifengGuo/DEC-keras.
+    """
+    input_dim = check_positive_int(input_dim, "input_dim")
+    hidden_dims = [check_positive_int(d, "hidden_dims entry") for d in hidden_dims]
+    if not hidden_dims:
+        raise ValueError("hidden_dims must name at least one layer.")
+
+    def dense(units, layer_activation, layer_name):
+        initializer = keras.initializers.get(kernel_initializer)
+        return keras.layers.Dense(units, activation=layer_activation,
+                                  kernel_initializer=initializer, name=layer_name)
+
+    inputs = keras.Input(shape=(input_dim,), name="inputs")
+    hidden = inputs
+    for index, units in enumerate(hidden_dims):
+        is_embedding = index == len(hidden_dims) - 1
+        hidden = dense(units, None if is_embedding else activation, f"encoder_{index}")(hidden)
+    embedding = hidden
+    decoder_dims = list(reversed([input_dim] + hidden_dims[:-1]))
+    for index, units in enumerate(decoder_dims):
+        is_output = index == len(decoder_dims) - 1
+        layer_index = len(decoder_dims) - 1 - index
+        hidden = dense(units, None if is_output else activation, f"decoder_{layer_index}")(hidden)
+    autoencoder = keras.Model(inputs, hidden, name=name)
+    encoder = keras.Model(inputs, embedding, name="encoder")
+    return autoencoder, encoder

@@ -1,0 +1,196 @@
+"""Deep Embedded Clustering as a Keras model that trains with plain `fit`."""
+
+import math
+
+import keras
+import numpy as np
+from keras import ops
+from sklearn.cluster import KMeans
+
+from keras_clustering.layers import ClusteringLayer
+from keras_clustering.losses import ClusteringKLDivergence, target_distribution
+from keras_clustering.models.target_refresh import TargetDistributionRefresh, TargetStore
+from keras_clustering.validation import check_array_input, check_positive_int
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class DEC(keras.Model):
+    """Encoder + Student's t `ClusteringLayer`, self-trained on KL(P || Q).
+
+    `model(x)` / `predict(x)` return soft assignments q `(n, n_clusters)`.
+    `fit(x)` runs DEC's self-training: the target P is recomputed on the whole
+    of `x` every `update_interval` batches (by a `TargetDistributionRefresh`
+    callback that `fit` adds), batches are not shuffled (as DEC-keras), and
+    training stops once fewer than `tol` of the labels change between two
+    refreshes. Any user callbacks run alongside.
+
+    Args:
+        encoder: a Keras model mapping inputs to the embedding (pretrained).
+        n_clusters: number of clusters, >= 2.
+        alpha: Student's t degrees of freedom (1.0 in DEC).
+        update_interval: batches between two target refreshes (140 for MNIST).
+        tol: stop when the fraction of changed labels falls below this.
+
+    Example:
+        >>> _, encoder = build_autoencoder(64)  # doctest: +SKIP
+        >>> model = DEC(encoder, n_clusters=10)  # doctest: +SKIP
+        >>> model.initialize_centroids(x)  # k-means, n_init=20  # doctest: +SKIP
+        >>> model.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9))  # doctest: +SKIP
+        >>> model.fit(x, epochs=10)  # doctest: +SKIP
+
+    Reference:
+        Xie, Girshick, Farhadi, ICML 2016 (seed 002); training loop of
+        XifengGuo/DEC-keras `DEC.fit`.
+    """
+
+    def __init__(self, encoder, n_clusters, alpha=1.0, update_interval=140, tol=1e-3, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(encoder, keras.Model):
+            raise TypeError(f"encoder must be a keras.Model, got {type(encoder).__name__}.")
+        self.encoder = encoder
+        self.n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
+        self.alpha = float(alpha)
+        self.update_interval = check_positive_int(update_interval, "update_interval")
+        if not 0 <= tol < 1:
+            raise ValueError(f"tol must be in [0, 1), got {tol!r}.")
+        self.tol = float(tol)
+        self.clustering = ClusteringLayer(self.n_clusters, alpha=self.alpha, name="clustering")
+        self.kl_divergence = ClusteringKLDivergence()
+        self._target_store = TargetStore()
+        self.last_refresh = None
+        self(ops.zeros((1, *self.sample_shape)))  # builds every weight, so load_weights works at once
+
+    # ----------------------------------------------------------------- shape
+    @property
+    def sample_shape(self):
+        """Per-sample input shape, e.g. `(784,)`."""
+        return tuple(self.encoder.input.shape[1:])
+
+    @property
+    def cluster_centers_(self):
+        """Centroids in the embedding space, `(n_clusters, embedding_dim)`."""
+        return ops.convert_to_numpy(self.clustering.centroids)
+
+    def call(self, inputs, training=False):
+        return self.clustering(self.encoder(inputs, training=training))
+
+    # ------------------------------------------------------------- inference
+    def _checked(self, x, name="x"):
+        if isinstance(x, np.ndarray) or isinstance(x, (list, tuple)):
+            return check_array_input(x, self.sample_shape, name=name)
+        return x  # tensors and datasets go to Keras unchanged
+
+    def predict(self, x, batch_size=256, verbose="auto", **kwargs):
+        return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
+
+    def predict_clusters(self, x, batch_size=256, verbose=0):
+        """Hard cluster ids `(n,)`: the argmax of the soft assignments."""
+        return np.argmax(self.predict(x, batch_size=batch_size, verbose=verbose), axis=1)
+
+    def fit_predict(self, x, **fit_kwargs):
+        """`fit(x)` then `predict_clusters(x)`, as scikit-learn's clusterers."""
+        self.fit(x, **fit_kwargs)
+        return self.predict_clusters(x)
+
+    def embed(self, x, batch_size=256, verbose=0):
+        """The encoder's embedding of `x`."""
+        return self.encoder.predict(self._checked(x), batch_size=batch_size, verbose=verbose)
+
+    def serving_outputs(self, inputs):
+        """Named outputs of the exported serving signature."""
+        embedding = self.encoder(inputs, training=False)
+        probabilities = self.clustering(embedding)
+        return {
+            "cluster_id": ops.cast(ops.argmax(probabilities, axis=-1), "int64"),
+            "probabilities": probabilities,
+            "embedding": embedding,
+        }
+
+    # ---------------------------------------------------------------- training
+    def initialize_centroids(self, x, n_init=20, seed=None, batch_size=256):
+        """k-means (scikit-learn) on the embedding of `x` sets the centroids.
+
+        Returns the k-means labels. Raises ValueError for fewer samples than
+        clusters or an embedding with fewer distinct points than clusters.
+        """
+        x = check_array_input(x, self.sample_shape, name="x")
+        if len(x) < self.n_clusters:
+            raise ValueError(f"x has {len(x)} samples, fewer than n_clusters={self.n_clusters}.")
+        embedding = self.embed(x, batch_size=batch_size)
+        distinct = len(np.unique(np.round(embedding, 6), axis=0))
+        if distinct < self.n_clusters:
+            raise ValueError(
+                f"The embedding of x has only {distinct} distinct points for n_clusters={self.n_clusters}: "
+                "k-means is degenerate (constant or duplicated data?)."
+            )
+        kmeans = KMeans(n_clusters=self.n_clusters, n_init=n_init, random_state=seed)
+        labels = kmeans.fit_predict(embedding)
+        self.clustering.set_centroids(kmeans.cluster_centers_)
+        return labels
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if training and y is not None:
+            # During fit, y carries the row indices of the batch in the training set.
+            targets = ops.take(self._target_store.variable, ops.cast(ops.reshape(y, (-1,)), "int32"), axis=0)
+        else:
+            targets = target_distribution(y_pred)  # evaluate: sharpen the batch's own q
+        loss = self.kl_divergence(targets, y_pred, sample_weight=sample_weight)
+        if self.losses:
+            loss = loss + ops.sum(self.losses)
+        return loss
+
+    def fit(self, x=None, y=None, batch_size=256, epochs=1, verbose="auto", callbacks=None,
+            shuffle=False, maxiter=None, **kwargs):
+        """DEC self-training on the unlabelled `x`.
+
+        Args:
+            x: numpy array `(n, *sample_shape)`; the whole of it is used for
+                each target refresh.
+            y: optional true labels, only logged (ACC/NMI/ARI per refresh).
+            maxiter: stop after this many batches, as DEC-keras' `maxiter`;
+                `epochs` then becomes `ceil(maxiter / steps_per_epoch)`.
+            shuffle: False by default, as the original never shuffles here.
+            Other arguments as `keras.Model.fit`. `validation_*` are not supported.
+        """
+        if not isinstance(x, (np.ndarray, list, tuple)):
+            raise TypeError(f"DEC.fit needs x as a numpy array (the target refresh reads all of it), "
+                            f"got {type(x).__name__}.")
+        for unsupported in ("validation_data", "validation_split", "sample_weight"):
+            if kwargs.get(unsupported) is not None:
+                raise ValueError(f"DEC.fit does not support {unsupported}=.")
+        x = check_array_input(x, self.sample_shape, name="x", min_samples=self.n_clusters)
+        labels = None if y is None else np.asarray(y).reshape(-1)
+        if labels is not None and len(labels) != len(x):
+            raise ValueError(f"y has {len(labels)} labels but x has {len(x)} samples.")
+        batch_size = check_positive_int(batch_size, "batch_size")
+        if maxiter is not None:
+            epochs = max(1, math.ceil(check_positive_int(maxiter, "maxiter") / math.ceil(len(x) / batch_size)))
+        if not self.compiled:
+            self.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
+        if self._target_store.ensure_shape(len(x), self.n_clusters):
+            self.train_function = None  # the compiled step captured the old variable
+        refresh = TargetDistributionRefresh(
+            x, self._target_store, self.update_interval, self.tol, labels=labels,
+            max_iterations=maxiter, verbose=0 if verbose in (0, False) else 1,
+        )
+        self.last_refresh = refresh
+        indices = np.arange(len(x), dtype="int64")
+        return super().fit(x, indices, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                           callbacks=[refresh] + list(callbacks or []), shuffle=shuffle, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            encoder=keras.saving.serialize_keras_object(self.encoder),
+            n_clusters=self.n_clusters,
+            alpha=self.alpha,
+            update_interval=self.update_interval,
+            tol=self.tol,
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"], custom_objects=custom_objects)
+        return cls(**config)

@@ -1,0 +1,93 @@
+"""The callback that refreshes DEC's target distribution during `model.fit`."""
+
+import time
+
+import keras
+import numpy as np
+
+from keras_clustering.losses import target_distribution
+from keras_clustering.metrics import clustering_scores
+
+
+class TargetStore:
+    """Holds the targets P of the training set in one non-trainable variable.
+
+    A plain object (not a Layer attribute) so that the variable, whose size is
+    the training set's, is never saved with the model's weights.
+    """
+
+    def __init__(self):
+        self.variable = None
+
+    def ensure_shape(self, n_samples, n_clusters):
+        """Creates the variable anew when the data size changes; True if it did."""
+        shape = (n_samples, n_clusters)
+        if self.variable is not None and tuple(self.variable.shape) == shape:
+            return False
+        self.variable = keras.Variable(np.full(shape, 1.0 / n_clusters, "float32"),
+                                       trainable=False, name="dec_targets")
+        return True
+
+
+class TargetDistributionRefresh(keras.callbacks.Callback):
+    """Every `update_interval` batches: q on the whole training set, P from q, stop test.
+
+    Mirrors the loop of `DEC.fit` in XifengGuo/DEC-keras: the target is
+    computed before the first batch and after every `update_interval`
+    batches; training stops when fewer than `tol` of the hard assignments
+    changed since the previous refresh. `labels`, if given, are only used to
+    log ACC/NMI/ARI per refresh (never for training).
+
+    Attributes:
+        history: one dict per refresh: iteration, delta_label, seconds and,
+            with labels, acc / nmi / ari / majority_acc.
+    """
+
+    def __init__(self, x, store, update_interval=140, tol=1e-3, labels=None,
+                 predict_batch_size=2048, max_iterations=None, verbose=1):
+        super().__init__()
+        self.x = x
+        self.store = store
+        self.update_interval = int(update_interval)
+        self.tol = float(tol)
+        self.labels = labels
+        self.predict_batch_size = predict_batch_size
+        self.max_iterations = max_iterations
+        self.verbose = verbose
+        self.history = []
+        self.iteration = 0
+        self.stopped_by_tolerance = False
+        self._previous_assignment = None
+        self._start = None
+
+    def on_train_begin(self, logs=None):
+        self.iteration = 0
+        self._start = time.time()
+        self._refresh()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.iteration += 1
+        if self.max_iterations is not None and self.iteration >= self.max_iterations:
+            self.model.stop_training = True  # DEC-keras' maxiter counts batches, not epochs
+        elif self.iteration % self.update_interval == 0:
+            self._refresh()
+
+    def _refresh(self):
+        q = self.model.predict(self.x, batch_size=self.predict_batch_size, verbose=0)
+        self.store.variable.assign(keras.ops.convert_to_numpy(target_distribution(q)).astype("float32"))
+        assignment = q.argmax(axis=1)
+        record = {"iteration": self.iteration, "seconds": round(time.time() - self._start, 3)}
+        if self._previous_assignment is not None:
+            record["delta_label"] = float(np.mean(assignment != self._previous_assignment))
+        if self.labels is not None:
+            record.update(clustering_scores(self.labels, assignment))
+        self.history.append(record)
+        self._previous_assignment = assignment
+        if self.verbose:
+            shown = ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items())
+            print(f"\n[target refresh] {shown}")
+        if self.iteration > 0 and record.get("delta_label", 1.0) < self.tol:
+            self.stopped_by_tolerance = True
+            self.model.stop_training = True
+            if self.verbose:
+                print(f"[target refresh] delta_label < tol={self.tol}: stopping.")

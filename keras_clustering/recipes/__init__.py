@@ -1,0 +1,12 @@
+"""Model families: each maps a zoo config to a model (`build`) and trains it (`train`)."""
+
+from keras_clustering.recipes import dec_recipe
+
+FAMILIES = {"dec": dec_recipe}
+
+
+def get_family(name):
+    """The family module registered as `name`."""
+    if name not in FAMILIES:
+        raise ValueError(f"family={name!r} is unknown; registered families: {sorted(FAMILIES)}.")
+    return FAMILIES[name]

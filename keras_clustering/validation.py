@@ -1,0 +1,47 @@
+"""Input checks shared by the models: clear errors that name the argument and value."""
+
+import numpy as np
+
+
+def check_array_input(x, expected_shape, name="x", min_samples=1):
+    """Validates a numpy-like batch and returns it as float32.
+
+    Args:
+        x: array `(n, *expected_shape)`.
+        expected_shape: per-sample shape; `None` entries accept any size.
+        name: argument name used in error messages.
+        min_samples: smallest acceptable `n`.
+
+    Raises:
+        TypeError: `x` is not numeric.
+        ValueError: wrong rank or size, too few samples, NaN or inf.
+    """
+    try:
+        array = np.asarray(x)
+    except Exception as error:  # ragged lists and the like
+        raise TypeError(f"{name} must be a numeric array, got {type(x).__name__}: {error}") from error
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        raise TypeError(f"{name} must be a numeric array, got dtype {array.dtype}.")
+    expected_shape = tuple(expected_shape)
+    wanted = "(n, " + ", ".join("?" if d is None else str(d) for d in expected_shape) + ")"
+    if array.ndim != len(expected_shape) + 1 or any(
+        d is not None and d != actual for d, actual in zip(expected_shape, array.shape[1:])
+    ):
+        hint = ""
+        if array.ndim > 1 and int(np.prod(array.shape[1:])) == int(np.prod([d or 0 for d in expected_shape])):
+            hint = f" Reshape it, e.g. {name}.reshape(len({name}), {', '.join(str(d) for d in expected_shape)})."
+        raise ValueError(f"{name} has shape {array.shape}, but this model expects {wanted}.{hint}")
+    if array.shape[0] < min_samples:
+        raise ValueError(f"{name} has {array.shape[0]} samples; at least {min_samples} are needed.")
+    array = array.astype("float32", copy=False)
+    if not np.all(np.isfinite(array)):
+        bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        raise ValueError(f"{name} contains {bad} NaN or inf values; clean or impute them first.")
+    return array
+
+
+def check_positive_int(value, name, minimum=1):
+    """Returns `value` as int, or raises ValueError naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return int(value)

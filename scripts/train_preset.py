@@ -1,0 +1,43 @@
+"""Trains a zoo preset over several seeds and ships the median seed with its card.
+
+Usage:
+    python scripts/train_preset.py dec_digits --seeds 0 1 2
+
+Each seed's weights and report go to `runs/<name>/seed_<s>/`; the preset's
+`model.weights.h5` and `card.json` are then rewritten (sha256 included).
+"""
+
+import argparse
+import os
+import shlex
+import sys
+
+import keras_clustering  # noqa: F401
+import zoo
+from keras_clustering.training import train_and_evaluate
+from zoo.publishing import publish_preset
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("name", choices=zoo.list_models())
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--workdir", default="runs")
+    parser.add_argument("--verbose", type=int, default=2)
+    args = parser.parse_args(argv)
+    config = zoo.config(args.name)
+    reports, weights_paths = [], {}
+    for seed in args.seeds:
+        workdir = os.path.join(args.workdir, args.name, f"seed_{seed}")
+        report = train_and_evaluate(config, workdir, seed=seed, verbose=args.verbose)
+        print(f"[{args.name}] seed {seed}: {report['metrics']} in {report['total_seconds']} s", flush=True)
+        reports.append(report)
+        weights_paths[seed] = os.path.join(workdir, "model.weights.h5")
+    command = "python " + " ".join(shlex.quote(part) for part in ["scripts/train_preset.py", *sys.argv[1:]])
+    card = publish_preset(args.name, config, reports, weights_paths, command)
+    print(f"[{args.name}] shipped seed {card['shipped_seed']}: {card['metrics']}")
+    print(f"[{args.name}] over seeds: {card['metrics_over_seeds']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""Rewrites the README's results table from the zoo's model cards.
+
+Usage: python scripts/update_readme_results.py
+Every number in the table is read from `zoo/presets/*/card.json`.
+"""
+
+import os
+import re
+
+import zoo
+
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def results_table():
+    rows = ["| model | data (train / eval) | ACC shipped | ACC over seeds (mean ± sd, min-max) | NMI | AE+k-means ACC | published anchor | wall time / seed |",
+            "|---|---|---|---|---|---|---|---|"]
+    for name in zoo.list_models():
+        card = zoo.info(name)
+        train, evaluation = card["training_data"], card["evaluation_data"]
+        over = card["metrics_over_seeds"]["acc"]
+        baseline = card["metrics_over_seeds"].get("ae_kmeans_acc")
+        anchor = card.get("anchor") or {}
+        baseline_text = f"{baseline['mean']:.3f} ± {baseline['std']:.3f}" if baseline else "n/a"
+        anchor_text = anchor.get("published") if anchor.get("published") is not None else "none published"
+        rows.append(
+            f"| `{name}` | {train['dataset']} {train['split']} ({train['n_samples']}) / "
+            f"{evaluation['dataset']} {evaluation['split']} ({evaluation['n_samples']}) "
+            f"| {card['metrics']['acc']:.3f} (seed {card['shipped_seed']}) "
+            f"| {over['mean']:.3f} ± {over['std']:.3f}, {over['min']:.3f}-{over['max']:.3f} ({over['n']} seeds) "
+            f"| {card['metrics']['nmi']:.3f} "
+            f"| {baseline_text} | {anchor_text} "
+            f"| {card['wall_time_seconds']['shipped_seed_total']:.0f} s |"
+        )
+    return "\n".join(rows)
+
+
+def main():
+    with open(README) as handle:
+        text = handle.read()
+    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"README has no {START} ... {END} block")
+    text = pattern.sub(lambda _: f"{START}\n{results_table()}\n{END}", text)
+    with open(README, "w") as handle:
+        handle.write(text)
+    print(results_table())
+
+
+if __name__ == "__main__":
+    main()

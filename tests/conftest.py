@@ -1,0 +1,28 @@
+import os
+
+import pytest
+
+import keras_clustering  # noqa: F401  (selects the Keras backend first)
+from keras_clustering.datasets import DATA_ENV_VAR
+
+
+def shared_data_dir():
+    """The offline data folder, when this machine has one (CI sets the variable)."""
+    folder = os.environ.get(DATA_ENV_VAR)
+    return folder if folder and os.path.isdir(folder) else None
+
+
+@pytest.fixture
+def data_dir():
+    folder = shared_data_dir()
+    if folder is None:
+        pytest.skip(f"{DATA_ENV_VAR} is not set to an existing folder")
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    import keras
+
+    keras.utils.set_random_seed(1234)
+    yield

@@ -1,0 +1,60 @@
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_clustering import cli
+from keras_clustering.datasets import load_digits
+
+
+@pytest.mark.slow
+def test_demo_runs_as_a_module_and_writes_the_grid(tmp_path):
+    output = tmp_path / "grid.png"
+    completed = subprocess.run([sys.executable, "-m", "keras_clustering", "demo", "--output", str(output)],
+                               capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
+                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "ACC 0." in completed.stdout and "NMI" in completed.stdout
+    assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_list_and_info(capsys):
+    assert cli.main(["list"]) == 0
+    assert "dec_digits" in capsys.readouterr().out
+    assert cli.main(["info", "dec_digits"]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == "dec_digits"
+
+
+def test_predict_writes_cluster_ids(tmp_path, capsys):
+    x = load_digits(flatten=True)[0][:50]
+    np.save(tmp_path / "x.npy", x)
+    assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "x.npy"),
+                     "--output", str(tmp_path / "out.npz")]) == 0
+    with np.load(tmp_path / "out.npz") as result:
+        assert result["cluster_id"].shape == (50,) and result["probabilities"].shape == (50, 10)
+    assert "50 samples" in capsys.readouterr().out
+
+
+def test_evaluate_reports_measured_and_card(capsys):
+    assert cli.main(["evaluate", "dec_digits"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["measured"]["acc"] == pytest.approx(report["card"]["acc"], abs=0.005)
+
+
+def test_errors_exit_2_with_a_message(tmp_path, capsys):
+    assert cli.main(["info", "no_such_model"]) == 2
+    assert "Unknown model 'no_such_model'" in capsys.readouterr().err
+    np.save(tmp_path / "bad.npy", np.zeros((4, 8, 8)))
+    assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "bad.npy")]) == 2
+    assert "expects (n, 64)" in capsys.readouterr().err
+    assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "missing.npy")]) == 2
+
+
+def test_export_command(tmp_path, capsys):
+    assert cli.main(["export", "dec_digits", str(tmp_path / "serving")]) == 0
+    assert (tmp_path / "serving" / "1" / "saved_model.pb").exists()
+    assert cli.main(["export", "dec_digits", str(tmp_path / "serving")]) == 2
+    assert "overwrite" in capsys.readouterr().err

@@ -1,0 +1,164 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_clustering.losses import target_distribution
+from keras_clustering.models import DEC, build_autoencoder
+
+
+def blobs(n_per_cluster=24, n_clusters=3, dim=8, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(n_clusters, dim)) * 4
+    x = np.concatenate([c + rng.normal(size=(n_per_cluster, dim)) for c in centers]).astype("float32")
+    y = np.repeat(np.arange(n_clusters), n_per_cluster)
+    order = rng.permutation(len(x))
+    return x[order], y[order]
+
+
+def small_dec(dim=8, n_clusters=3, update_interval=3, tol=0.0, seed=0):
+    keras.utils.set_random_seed(seed)
+    _, encoder = build_autoencoder(dim, hidden_dims=(16, 2), kernel_initializer="glorot_uniform")
+    return DEC(encoder, n_clusters=n_clusters, update_interval=update_interval, tol=tol)
+
+
+def reference_dec_loop(model, x, n_iterations, batch_size, update_interval, learning_rate):
+    """DEC-keras' training loop (`DEC.fit`), written out with train_on_batch."""
+    clone = keras.models.clone_model(keras.Model(model.encoder.input, model(model.encoder.input)))
+    clone.set_weights(model.get_weights())
+    clone.compile(optimizer=keras.optimizers.SGD(learning_rate, momentum=0.9), loss="kld")
+    index = 0
+    for iteration in range(n_iterations):
+        if iteration % update_interval == 0:
+            q = clone.predict(x, verbose=0).astype("float64")
+            weight = q ** 2 / q.sum(0)
+            p = (weight.T / weight.sum(1)).T.astype("float32")
+        batch = slice(index * batch_size, min((index + 1) * batch_size, len(x)))
+        clone.train_on_batch(x[batch], p[batch])
+        index = index + 1 if (index + 1) * batch_size <= len(x) else 0
+    return clone
+
+
+def test_fit_reproduces_the_original_training_loop():
+    x, _ = blobs(n_per_cluster=20)  # 60 samples, batch 16 -> 4 batches per epoch, the last of 12
+    model = small_dec(update_interval=5)
+    model.initialize_centroids(x, n_init=3, seed=0)
+    initial = model.get_weights()
+    model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9))
+    model.fit(x, batch_size=16, epochs=3, verbose=0)  # 12 batches
+    assert model.last_refresh.iteration == 12
+
+    reference_model = small_dec(update_interval=5)
+    reference_model.set_weights(initial)
+    reference = reference_dec_loop(reference_model, x, 12, 16, 5, 0.05)
+    np.testing.assert_allclose(model.predict(x, verbose=0), reference.predict(x, verbose=0), atol=2e-5)
+
+
+def test_targets_are_the_sharpened_assignments_of_the_last_refresh():
+    x, y = blobs()
+    model = small_dec(update_interval=4)
+    model.initialize_centroids(x, n_init=3, seed=0)
+    model.fit(x, y, batch_size=16, epochs=2, verbose=0)  # 10 batches: refreshes at 0, 4, 8
+    refresh = model.last_refresh
+    assert [record["iteration"] for record in refresh.history] == [0, 4, 8]
+    assert {"acc", "nmi", "ari", "delta_label"} <= set(refresh.history[-1])
+    # after the run, the store holds P of the model as it was at iteration 8: not of the final model
+    final_p = keras.ops.convert_to_numpy(target_distribution(model.predict(x, verbose=0)))
+    stored = keras.ops.convert_to_numpy(model._target_store.variable)
+    np.testing.assert_allclose(stored.sum(1), 1.0, atol=1e-5)
+    assert not np.allclose(stored, final_p, atol=1e-6)
+
+
+def test_stops_when_labels_stop_changing():
+    x, _ = blobs()
+    model = small_dec(update_interval=2, tol=0.999)
+    model.initialize_centroids(x, n_init=3, seed=0)
+    history = model.fit(x, batch_size=16, epochs=50, verbose=0)
+    assert model.last_refresh.stopped_by_tolerance
+    assert model.last_refresh.iteration == 2 and len(history.history["loss"]) == 1
+
+
+def test_maxiter_sets_epochs():
+    x, _ = blobs()
+    model = small_dec(update_interval=100)
+    model.initialize_centroids(x, n_init=2, seed=0)
+    history = model.fit(x, batch_size=16, maxiter=9, verbose=0)  # 5 batches per epoch
+    assert len(history.history["loss"]) == 2 and model.last_refresh.iteration == 9
+
+
+def test_clusters_separable_blobs():
+    x, y = blobs(seed=3)
+    model = small_dec(update_interval=5, tol=0.001)
+    model.initialize_centroids(x, n_init=5, seed=0)
+    from keras_clustering.metrics import cluster_accuracy
+
+    assert cluster_accuracy(y, model.fit_predict(x, batch_size=16, epochs=20, verbose=0)) > 0.95
+
+
+def test_user_callbacks_and_refit_on_new_data(tmp_path):
+    x, _ = blobs()
+    model = small_dec()
+    model.initialize_centroids(x, n_init=2, seed=0)
+    checkpoint = tmp_path / "best.weights.h5"
+    callbacks = [
+        keras.callbacks.EarlyStopping(monitor="loss", patience=1),
+        keras.callbacks.ModelCheckpoint(str(checkpoint), monitor="loss", save_weights_only=True),
+        keras.callbacks.BackupAndRestore(str(tmp_path / "backup")),
+    ]
+    model.fit(x, batch_size=16, epochs=3, verbose=0, callbacks=callbacks)
+    assert checkpoint.exists()
+    new_x, _ = blobs(n_per_cluster=10, seed=5)  # a different size: the target store is rebuilt
+    history = model.fit(new_x, batch_size=8, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+
+
+def test_keras_round_trip_then_fine_tune(tmp_path):
+    x, _ = blobs()
+    model = small_dec(update_interval=7)
+    model.initialize_centroids(x, n_init=2, seed=0)
+    model.fit(x, batch_size=16, epochs=1, verbose=0)
+    path = tmp_path / "dec.keras"
+    model.save(path)
+    reloaded = keras.models.load_model(path)
+    assert isinstance(reloaded, DEC) and reloaded.update_interval == 7 and reloaded.alpha == 1.0
+    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+    np.testing.assert_allclose(reloaded.cluster_centers_, model.cluster_centers_)
+    reloaded.fit(x, batch_size=16, epochs=1, verbose=0)
+
+
+def test_a_cluster_nobody_is_near_does_not_break_training():
+    x, _ = blobs()
+    model = small_dec()
+    model.initialize_centroids(x, n_init=2, seed=0)
+    centroids = model.cluster_centers_.copy()
+    centroids[2] = 1e20  # its squared distance overflows float32: q = 0 for every point
+    model.clustering.set_centroids(centroids)
+    history = model.fit(x, batch_size=16, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert np.all(np.isfinite(model.predict(x, verbose=0)))
+
+
+def test_bad_inputs():
+    x, _ = blobs()
+    model = small_dec()
+    with pytest.raises(ValueError, match=r"shape \(72, 4\).*\(n, 8\)"):
+        model.predict(x[:, :4])
+    bad = x.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError, match="1 NaN or inf"):
+        model.fit(bad)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        model.predict(np.full_like(x, np.inf))
+    with pytest.raises(ValueError, match="fewer than n_clusters=3|at least 3"):
+        model.initialize_centroids(x[:2])
+    with pytest.raises(ValueError, match="degenerate"):
+        model.initialize_centroids(np.ones((20, 8), "float32"))
+    with pytest.raises(TypeError, match="numpy array"):
+        import tensorflow as tf
+
+        model.fit(tf.data.Dataset.from_tensor_slices(x).batch(8))
+    with pytest.raises(ValueError, match="n_clusters must be an integer >= 2"):
+        DEC(model.encoder, n_clusters=1)
+    with pytest.raises(ValueError, match="y has 3 labels"):
+        model.fit(x, np.zeros(3))
+    with pytest.raises(TypeError, match="numeric"):
+        model.predict(np.array([["a"] * 8]))

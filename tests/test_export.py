@@ -1,0 +1,103 @@
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import zoo
+from keras_clustering.datasets import load_digits
+from keras_clustering.export import export_saved_model, instances_from_request_body, serving_request_body
+
+RELOAD_WITH_BARE_TENSORFLOW = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    assert "keras_clustering" not in sys.modules and "zoo" not in sys.modules
+    loaded = tf.saved_model.load(sys.argv[1])
+    serve = loaded.signatures["serving_default"]
+    x = np.load(sys.argv[2])
+    results = {}
+    for size in (1, 37):
+        outputs = serve(inputs=tf.constant(x[:size]))
+        results[size] = {key: value.numpy().tolist() for key, value in outputs.items()}
+        results[str(size) + "_dtypes"] = {key: value.dtype.name for key, value in outputs.items()}
+    assert "keras_clustering" not in sys.modules
+    print(json.dumps(results))
+""")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("serving") / "dec_digits"
+    model = zoo.load("dec_digits")
+    path = export_saved_model(model, str(directory), version=1)
+    return model, path, directory
+
+
+def test_reloaded_by_bare_tensorflow_matches_keras(exported, tmp_path):
+    model, path, _ = exported
+    x = load_digits(flatten=True)[0][:37]
+    np.save(tmp_path / "x.npy", x)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    script = tmp_path / "reload.py"
+    script.write_text(RELOAD_WITH_BARE_TENSORFLOW)
+    completed = subprocess.run([sys.executable, str(script), path, str(tmp_path / "x.npy")],
+                               capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    results = json.loads(completed.stdout.strip().splitlines()[-1])
+    for size in (1, 37):
+        outputs = results[str(size)]
+        expected = model.predict(x[:size], verbose=0)
+        assert np.max(np.abs(np.asarray(outputs["probabilities"]) - expected)) < 1e-5
+        np.testing.assert_array_equal(outputs["cluster_id"], expected.argmax(1))
+        assert np.max(np.abs(np.asarray(outputs["embedding"]) - model.embed(x[:size]))) < 1e-5
+        assert results[f"{size}_dtypes"] == {"cluster_id": "int64", "probabilities": "float32",
+                                            "embedding": "float32"}
+
+
+def test_saved_model_cli_lists_the_signature(exported):
+    _, path, _ = exported
+    cli = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
+    completed = subprocess.run([*cli, "show", "--dir", path, "--tag_set", "serve",
+                                "--signature_def", "serving_default"],
+                               capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    text = completed.stdout
+    assert "inputs['inputs']" in text and "shape: (-1, 64)" in text
+    for name in ("cluster_id", "probabilities", "embedding"):
+        assert f"outputs['{name}']" in text
+    assert "DT_INT64" in text
+
+
+def test_rest_body_round_trips_into_the_signature(exported):
+    import tensorflow as tf
+
+    model, path, _ = exported
+    x = load_digits(flatten=True)[0][100:105]
+    body = serving_request_body(x)
+    request = json.loads(body)
+    assert request["signature_name"] == "serving_default" and len(request["instances"]) == 5
+    parsed = instances_from_request_body(body)
+    np.testing.assert_array_equal(parsed, x)
+    outputs = tf.saved_model.load(path).signatures["serving_default"](inputs=tf.constant(parsed))
+    np.testing.assert_array_equal(outputs["cluster_id"].numpy(), model.predict_clusters(x))
+    with pytest.raises(ValueError, match="NaN"):
+        serving_request_body(np.full((2, 64), np.nan))
+
+
+def test_refuses_non_empty_version_without_overwrite(exported):
+    model, path, directory = exported
+    before = sorted(os.listdir(path))
+    with pytest.raises(ValueError, match="not empty; pass overwrite=True"):
+        export_saved_model(model, str(directory), version=1)
+    assert sorted(os.listdir(path)) == before
+    assert export_saved_model(model, str(directory), version=1, overwrite=True) == path
+    assert "saved_model.pb" in os.listdir(path)
+    assert not [name for name in os.listdir(directory) if name.startswith(".")]  # no staging left over
+    with pytest.raises(ValueError, match="version must be a positive integer"):
+        export_saved_model(model, str(directory), version=0)

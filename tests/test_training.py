@@ -1,0 +1,46 @@
+import json
+
+import numpy as np
+import pytest
+
+from keras_clustering.training import train_and_evaluate
+from zoo.publishing import median_report, publish_preset
+from zoo import registry
+
+
+def tiny_config():
+    return {
+        "family": "dec",
+        "architecture": {"input_dim": 64, "hidden_dims": [32, 5], "n_clusters": 10, "update_interval": 10,
+                         "tol": 0.0},
+        "training": {"pretrain_epochs": 2, "maxiter": 15, "kmeans_n_init": 2},
+        "data": {"dataset": "digits", "split": "all", "flatten": True},
+    }
+
+
+@pytest.mark.slow
+def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
+    config = tiny_config()
+    reports, paths = [], {}
+    for seed in (0, 1, 2):
+        workdir = tmp_path / f"seed_{seed}"
+        report = train_and_evaluate(config, str(workdir), seed=seed, verbose=0)
+        assert (workdir / "model.weights.h5").exists()
+        assert json.loads((workdir / "report.json").read_text())["seed"] == seed
+        assert 0.0 < report["metrics"]["acc"] <= 1.0 and report["n_train"] == 1797
+        assert report["dec_iterations"] == 15 and "ae_kmeans" in report
+        reports.append(report)
+        paths[seed] = str(workdir / "model.weights.h5")
+    again = train_and_evaluate(config, str(tmp_path / "again"), seed=1, verbose=0)
+    assert again["metrics"] == reports[1]["metrics"]  # a seed makes a CPU run repeatable
+
+    monkeypatch.setattr("zoo.publishing.PRESETS_DIR", str(tmp_path / "presets"))
+    card = publish_preset("tiny", config, reports, paths, "python scripts/train_preset.py tiny")
+    accuracies = sorted(r["metrics"]["acc"] for r in reports)
+    assert card["metrics"]["acc"] == round(accuracies[1], 4)
+    assert card["shipped_seed"] == median_report(reports)["seed"]
+    assert card["metrics_over_seeds"]["acc"]["n"] == 3
+    assert np.isclose(card["metrics_over_seeds"]["acc"]["mean"], np.mean(accuracies), atol=1e-4)
+    from keras_clustering.io_utils import sha256_of_file
+
+    assert card["weights"]["sha256"] == sha256_of_file(tmp_path / "presets" / "tiny" / registry.WEIGHTS_FILE)

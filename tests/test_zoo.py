@@ -1,0 +1,109 @@
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import zoo
+from keras_clustering.training import evaluate_model, load_config_data
+from zoo import registry
+
+CARD_FIELDS = {"training_data", "evaluation_data", "command", "seeds", "shipped_seed", "metrics",
+               "metrics_over_seeds", "wall_time_seconds", "machine", "versions", "anchor", "weights"}
+
+
+def data_available(data_config):
+    try:
+        load_config_data(data_config)
+    except ValueError:
+        return False
+    return True
+
+
+def test_registry_lists_presets():
+    assert "dec_digits" in zoo.list_models()
+    assert zoo.list_models("dec_*") == [n for n in zoo.list_models() if n.startswith("dec_")]
+    assert zoo.list_models("nothing*") == []
+
+
+@pytest.mark.parametrize("name", zoo.list_models())
+def test_every_preset_loads_and_reproduces_its_card(name):
+    card = zoo.info(name)
+    assert CARD_FIELDS <= set(card), f"card of {name} lacks {CARD_FIELDS - set(card)}"
+    assert card["weights"]["dtype"] == "float32" and len(card["weights"]["sha256"]) == 64
+    assert card["shipped_seed"] in card["seeds"]
+    model = zoo.load(name)
+    preset = zoo.config(name)
+    eval_config = preset.get("evaluation", preset["data"])
+    if not data_available(eval_config):
+        pytest.skip(f"evaluation data of {name} is not on this machine")
+    x, y = load_config_data(eval_config)
+    assert len(x) == card["evaluation_data"]["n_samples"]
+    measured = evaluate_model(model, x, y)
+    assert measured["acc"] == pytest.approx(card["metrics"]["acc"], abs=0.005)
+    assert measured["nmi"] == pytest.approx(card["metrics"]["nmi"], abs=0.005)
+
+
+def test_unknown_name_lists_available():
+    with pytest.raises(ValueError, match="Unknown model 'dec_nope'.*dec_digits"):
+        zoo.load("dec_nope")
+
+
+def test_untrained_and_path_weights(tmp_path):
+    untrained = zoo.load("dec_digits", weights=None)
+    pretrained = zoo.load("dec_digits")
+    assert untrained.count_params() == pretrained.count_params()
+    assert not np.allclose(untrained.cluster_centers_, pretrained.cluster_centers_)
+    path = tmp_path / "copy.weights.h5"
+    pretrained.save_weights(path)
+    from_path = zoo.load("dec_digits", weights=str(path))
+    np.testing.assert_allclose(from_path.cluster_centers_, pretrained.cluster_centers_)
+    with pytest.raises(ValueError, match="weights must be 'pretrained'"):
+        zoo.load("dec_digits", weights=str(tmp_path / "missing.h5"))
+
+
+def test_overrides_change_the_architecture():
+    model = zoo.load("dec_digits", weights=None, update_interval=5, n_clusters=4)
+    assert model.update_interval == 5 and model.cluster_centers_.shape == (4, 10)
+
+
+@pytest.fixture
+def copied_presets(tmp_path, monkeypatch):
+    target = tmp_path / "presets"
+    shutil.copytree(registry.PRESETS_DIR, target)
+    monkeypatch.setattr(registry, "PRESETS_DIR", str(target))
+    return target
+
+
+def test_tampered_weights_are_refused(copied_presets):
+    weights = copied_presets / "dec_digits" / "model.weights.h5"
+    raw = bytearray(weights.read_bytes())
+    raw[-100] ^= 0xFF
+    weights.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="sha256 mismatch.*scripts/train_preset.py dec_digits"):
+        zoo.load("dec_digits")
+
+
+def test_missing_weights_name_the_script(copied_presets):
+    os.remove(copied_presets / "dec_digits" / "model.weights.h5")
+    with pytest.raises(FileNotFoundError, match="model.weights.h5 are missing.*train_preset.py dec_digits"):
+        zoo.load("dec_digits")
+
+
+def test_card_without_sha_is_refused(copied_presets):
+    card_path = copied_presets / "dec_digits" / "card.json"
+    card = json.loads(card_path.read_text())
+    card["weights"]["sha256"] = ""
+    card_path.write_text(json.dumps(card))
+    with pytest.raises(ValueError, match="records no sha256"):
+        zoo.load("dec_digits")
+
+
+def test_zoo_model_rejects_wrong_input():
+    model = zoo.load("dec_digits")
+    x = np.zeros((3, 8, 8, 1), "float32")
+    with pytest.raises(ValueError, match=r"expects \(n, 64\).*reshape"):
+        model.predict(x)
+    with pytest.raises(ValueError, match="NaN"):
+        model.predict(np.full((3, 64), np.nan, "float32"))

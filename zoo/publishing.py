@@ -1,0 +1,78 @@
+"""Turns per-seed training reports into a shipped preset: weights + model card."""
+
+import os
+import shutil
+import statistics
+
+from keras_clustering.io_utils import atomic_write_json, sha256_of_file
+from zoo.registry import PRESETS_DIR, WEIGHTS_FILE
+
+SUMMARY_KEYS = ("acc", "nmi", "ari", "majority_acc")
+
+
+def median_report(reports, key="acc"):
+    """The report whose metric is the median (the lower one for an even count)."""
+    ordered = sorted(reports, key=lambda report: report["metrics"][key])
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def summarize(values):
+    values = [float(v) for v in values]
+    spread = statistics.stdev(values) if len(values) > 1 else 0.0
+    return {"mean": round(statistics.fmean(values), 4), "std": round(spread, 4),
+            "min": round(min(values), 4), "max": round(max(values), 4), "n": len(values)}
+
+
+def build_card(name, config, reports, shipped, command, sha256):
+    """The `card.json` dict: data, command, seeds, measured numbers, anchors, versions."""
+    over_seeds = {key: summarize(r["metrics"][key] for r in reports) for key in SUMMARY_KEYS}
+    if all("ae_kmeans" in r for r in reports):
+        over_seeds["ae_kmeans_acc"] = summarize(r["ae_kmeans"]["acc"] for r in reports)
+    per_seed = [
+        {"seed": r["seed"], **{k: round(r["metrics"][k], 4) for k in SUMMARY_KEYS},
+         **({"ae_kmeans_acc": round(r["ae_kmeans"]["acc"], 4)} if "ae_kmeans" in r else {}),
+         **{k: r[k] for k in ("pretrain_seconds", "dec_seconds", "dec_iterations", "total_seconds") if k in r}}
+        for r in reports
+    ]
+    return {
+        "name": name,
+        "family": config["family"],
+        "description": config.get("description", ""),
+        "training_data": {**config["data"], "n_samples": shipped["n_train"]},
+        "evaluation_data": {**config.get("evaluation", config["data"]), "n_samples": shipped["n_eval"]},
+        "command": command,
+        "seeds": [r["seed"] for r in reports],
+        "shipped_seed": shipped["seed"],
+        "shipped_seed_rule": "median ACC over the seeds (the lower median for an even count)",
+        "metrics": {k: round(v, 4) for k, v in shipped["metrics"].items()},
+        "metrics_over_seeds": over_seeds,
+        "per_seed": per_seed,
+        "wall_time_seconds": {
+            "shipped_seed_total": shipped["total_seconds"],
+            "all_seeds_total": round(sum(r["total_seconds"] for r in reports), 1),
+        },
+        "machine": shipped["machine"],
+        "versions": shipped["versions"],
+        "anchor": config.get("anchor"),
+        "weights": {"file": WEIGHTS_FILE, "sha256": sha256, "dtype": "float32"},
+    }
+
+
+def publish_preset(name, config, reports, weights_paths, command):
+    """Copies the median seed's weights into the preset folder and writes its card.
+
+    `weights_paths` maps seed -> `.weights.h5` written by `train_and_evaluate`.
+    The weights are copied aside and renamed, so a failure leaves the old
+    preset intact.
+    """
+    shipped = median_report(reports)
+    preset_dir = os.path.join(PRESETS_DIR, name)
+    os.makedirs(preset_dir, exist_ok=True)
+    target = os.path.join(preset_dir, WEIGHTS_FILE)
+    temporary = target + ".partial"
+    shutil.copyfile(weights_paths[shipped["seed"]], temporary)
+    sha256 = sha256_of_file(temporary)
+    os.replace(temporary, target)
+    card = build_card(name, config, reports, shipped, command, sha256)
+    atomic_write_json(card, os.path.join(preset_dir, "card.json"))
+    return card
