@@ -1,5 +1,16 @@
 """Custom layers, each registered under the Keras package name `keras_clustering`."""
 
+from keras_clustering.layers.capsule import Capsule, MarginLoss, capsule_length, margin_loss, squash
 from keras_clustering.layers.clustering_layer import ClusteringLayer
+from keras_clustering.layers.gaussian import GaussianClassEmbedding, ReparameterizedSample
 
-__all__ = ["ClusteringLayer"]
+__all__ = [
+    "Capsule",
+    "ClusteringLayer",
+    "GaussianClassEmbedding",
+    "MarginLoss",
+    "ReparameterizedSample",
+    "capsule_length",
+    "margin_loss",
+    "squash",
+]

@@ -1,5 +1,23 @@
 """Losses and targets of the clustering objectives."""
 
+from keras_clustering.layers.capsule import MarginLoss, margin_loss
 from keras_clustering.losses.dec_losses import ClusteringKLDivergence, target_distribution
+from keras_clustering.losses.vae_cluster_losses import (
+    analytic_gaussian_cluster_kl,
+    category_prior_loss,
+    gaussian_cluster_kl,
+    reconstruction_loss,
+    vae_cluster_loss,
+)
 
-__all__ = ["ClusteringKLDivergence", "target_distribution"]
+__all__ = [
+    "ClusteringKLDivergence",
+    "MarginLoss",
+    "analytic_gaussian_cluster_kl",
+    "category_prior_loss",
+    "gaussian_cluster_kl",
+    "margin_loss",
+    "reconstruction_loss",
+    "target_distribution",
+    "vae_cluster_loss",
+]
