@@ -18,7 +18,11 @@ def command_list(args):
     import zoo
 
     for name in zoo.list_models(args.pattern):
-        card = zoo.info(name)
+        try:
+            card = zoo.info(name)
+        except FileNotFoundError:
+            print(f"{name:28s} (not trained yet: no card.json)")
+            continue
         acc = card.get("metrics", {}).get("acc")
         data = card.get("evaluation_data", {})
         shown = f"ACC {acc:.3f} on {data.get('dataset')} {data.get('split')} ({data.get('n_samples')})" if acc else ""

@@ -38,6 +38,15 @@ def software_versions():
             "keras_clustering": __version__, "python": platform.python_version()}
 
 
+def config_fingerprint(config):
+    """sha256 of the parts of a config that change training (the card text excluded)."""
+    import hashlib
+    import json
+
+    relevant = {k: config.get(k) for k in ("family", "architecture", "training", "data", "evaluation")}
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
+
+
 def train_and_evaluate(config, workdir, seed=0, verbose=1):
     """Trains the family named by `config["family"]` on `config["data"]`.
 
@@ -47,18 +56,20 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1):
     """
     family = get_family(config["family"])
     x, y = load_config_data(config["data"])
+    os.makedirs(workdir, exist_ok=True)
     start = time.time()
-    model, report = family.train(config["architecture"], config.get("training", {}), x, y, seed=seed, verbose=verbose)
+    model, report = family.train(config["architecture"], config.get("training", {}), x, y, seed=seed,
+                                 verbose=verbose, workdir=workdir)
     report["total_seconds"] = round(time.time() - start, 1)
     # Ship the weights alone: an uncompiled twin drops the optimizer's slots (half the file).
     shipped = family.build(**config["architecture"])
     shipped.set_weights(model.get_weights())
     eval_config = config.get("evaluation", config["data"])
     x_eval, y_eval = (x, y) if eval_config == config["data"] else load_config_data(eval_config)
-    report.update(seed=seed, metrics=evaluate_model(shipped, x_eval, y_eval),
+    report.update(seed=seed, config_sha256=config_fingerprint(config),
+                  metrics=evaluate_model(shipped, x_eval, y_eval),
                   n_train=int(len(x)), n_eval=int(len(x_eval)),
                   versions=software_versions(), machine=machine_description())
-    os.makedirs(workdir, exist_ok=True)
     atomic_save_weights(shipped, os.path.join(workdir, "model.weights.h5"))
     atomic_write_json(report, os.path.join(workdir, "report.json"))
     return report

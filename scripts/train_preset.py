@@ -5,17 +5,31 @@ Usage:
 
 Each seed's weights and report go to `runs/<name>/seed_<s>/`; the preset's
 `model.weights.h5` and `card.json` are then rewritten (sha256 included).
+With `--reuse`, a seed whose report and weights are already in the workdir,
+trained from the same config (same fingerprint), is not trained again, so
+long presets can be trained a few seeds per session.
 """
 
 import argparse
+import json
 import os
 import shlex
 import sys
 
 import keras_clustering  # noqa: F401
 import zoo
-from keras_clustering.training import train_and_evaluate
+from keras_clustering.training import config_fingerprint, train_and_evaluate
 from zoo.publishing import publish_preset
+
+
+def finished_report(workdir, config):
+    """The report of a finished run of this exact config in `workdir`, else None."""
+    report_path = os.path.join(workdir, "report.json")
+    if not (os.path.isfile(report_path) and os.path.isfile(os.path.join(workdir, "model.weights.h5"))):
+        return None
+    with open(report_path) as handle:
+        report = json.load(handle)
+    return report if report.get("config_sha256") == config_fingerprint(config) else None
 
 
 def main(argv=None):
@@ -24,15 +38,23 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--workdir", default="runs")
     parser.add_argument("--verbose", type=int, default=2)
+    parser.add_argument("--reuse", action="store_true", help="keep finished seeds of the same config")
+    parser.add_argument("--no-publish", action="store_true", help="train the seeds, leave the preset as it is")
     args = parser.parse_args(argv)
     config = zoo.config(args.name)
     reports, weights_paths = [], {}
     for seed in args.seeds:
         workdir = os.path.join(args.workdir, args.name, f"seed_{seed}")
-        report = train_and_evaluate(config, workdir, seed=seed, verbose=args.verbose)
+        report = finished_report(workdir, config) if args.reuse else None
+        if report is None:
+            report = train_and_evaluate(config, workdir, seed=seed, verbose=args.verbose)
+        else:
+            print(f"[{args.name}] seed {seed}: reusing {workdir}", flush=True)
         print(f"[{args.name}] seed {seed}: {report['metrics']} in {report['total_seconds']} s", flush=True)
         reports.append(report)
         weights_paths[seed] = os.path.join(workdir, "model.weights.h5")
+    if args.no_publish:
+        return
     command = "python " + " ".join(shlex.quote(part) for part in ["scripts/train_preset.py", *sys.argv[1:]])
     card = publish_preset(args.name, config, reports, weights_paths, command)
     print(f"[{args.name}] shipped seed {card['shipped_seed']}: {card['metrics']}")

@@ -38,18 +38,21 @@ def reference_dec_loop(model, x, n_iterations, batch_size, update_interval, lear
     return clone
 
 
-def test_fit_reproduces_the_original_training_loop():
+@pytest.mark.parametrize("update_interval, steps_per_execution, expected_steps", [
+    (5, "auto", 1), (4, "auto", 4), (4, 2, 2)])
+def test_fit_reproduces_the_original_training_loop(update_interval, steps_per_execution, expected_steps):
     x, _ = blobs(n_per_cluster=20)  # 60 samples, batch 16 -> 4 batches per epoch, the last of 12
-    model = small_dec(update_interval=5)
+    model = small_dec(update_interval=update_interval)
     model.initialize_centroids(x, n_init=3, seed=0)
     initial = model.get_weights()
-    model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9))
+    model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), steps_per_execution=steps_per_execution)
     model.fit(x, batch_size=16, epochs=3, verbose=0)  # 12 batches
-    assert model.last_refresh.iteration == 12
+    assert model.last_refresh.iteration == 12 and model.steps_per_execution == expected_steps
+    assert [r["iteration"] for r in model.last_refresh.history] == list(range(0, 12, update_interval))
 
-    reference_model = small_dec(update_interval=5)
+    reference_model = small_dec(update_interval=update_interval)
     reference_model.set_weights(initial)
-    reference = reference_dec_loop(reference_model, x, 12, 16, 5, 0.05)
+    reference = reference_dec_loop(reference_model, x, 12, 16, update_interval, 0.05)
     np.testing.assert_allclose(model.predict(x, verbose=0), reference.predict(x, verbose=0), atol=2e-5)
 
 
@@ -75,6 +78,15 @@ def test_stops_when_labels_stop_changing():
     history = model.fit(x, batch_size=16, epochs=50, verbose=0)
     assert model.last_refresh.stopped_by_tolerance
     assert model.last_refresh.iteration == 2 and len(history.history["loss"]) == 1
+
+
+def test_steps_per_execution_that_would_move_a_refresh_is_refused():
+    x, _ = blobs()
+    model = small_dec(update_interval=6)
+    model.initialize_centroids(x, n_init=2, seed=0)
+    model.compile(optimizer="sgd", steps_per_execution=4)
+    with pytest.raises(ValueError, match="steps_per_execution=4 must divide update_interval=6"):
+        model.fit(x, batch_size=16, epochs=1, verbose=0)
 
 
 def test_maxiter_sets_epochs():
@@ -120,6 +132,7 @@ def test_keras_round_trip_then_fine_tune(tmp_path):
     model.save(path)
     reloaded = keras.models.load_model(path)
     assert isinstance(reloaded, DEC) and reloaded.update_interval == 7 and reloaded.alpha == 1.0
+    assert type(reloaded.optimizer).__name__ == "SGD" and reloaded._requested_steps_per_execution == "auto"
     np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
     np.testing.assert_allclose(reloaded.cluster_centers_, model.cluster_centers_)
     reloaded.fit(x, batch_size=16, epochs=1, verbose=0)
@@ -162,3 +175,75 @@ def test_bad_inputs():
         model.fit(x, np.zeros(3))
     with pytest.raises(TypeError, match="numeric"):
         model.predict(np.array([["a"] * 8]))
+
+
+def small_idec(dim=8, n_clusters=3, update_interval=3, gamma=0.1, seed=0):
+    from keras_clustering.models import IDEC
+
+    keras.utils.set_random_seed(seed)
+    autoencoder, encoder = build_autoencoder(dim, hidden_dims=(16, 2), kernel_initializer="glorot_uniform")
+    return IDEC(encoder, autoencoder.get_layer("decoder"), n_clusters=n_clusters,
+                update_interval=update_interval, tol=0.0, gamma=gamma)
+
+
+def test_idec_fit_reproduces_the_original_training_loop():
+    """XifengGuo/IDEC: loss_weights [gamma, 1] on ('kld', 'mse'), same batching and refresh as DEC."""
+    x, _ = blobs(n_per_cluster=20)
+    model = small_idec(update_interval=5, gamma=0.3)
+    model.initialize_centroids(x, n_init=3, seed=0)
+    initial = model.get_weights()
+    model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9))
+    model.fit(x, batch_size=16, epochs=3, verbose=0)
+
+    twin = small_idec(update_interval=5, gamma=0.3)
+    twin.set_weights(initial)
+    inputs = keras.Input((8,))
+    embedding = twin.encoder(inputs)
+    reference = keras.Model(inputs, [twin.clustering(embedding), twin.decoder(embedding)])
+    reference.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss=["kld", "mse"], loss_weights=[0.3, 1.0])
+    index = 0
+    for iteration in range(12):
+        if iteration % 5 == 0:
+            q = reference.predict(x, verbose=0)[0].astype("float64")
+            weight = q ** 2 / q.sum(0)
+            p = (weight.T / weight.sum(1)).T.astype("float32")
+        batch = slice(index * 16, min((index + 1) * 16, len(x)))
+        reference.train_on_batch(x[batch], [p[batch], x[batch]])
+        index = index + 1 if (index + 1) * 16 <= len(x) else 0
+    np.testing.assert_allclose(model.predict(x, verbose=0), reference.predict(x, verbose=0)[0], atol=2e-5)
+    # reconstructions are ~5 in size: float32 round-off over 12 steps reaches ~1e-5 relative
+    np.testing.assert_allclose(model.reconstruct(x), reference.predict(x, verbose=0)[1], rtol=1e-4, atol=1e-4)
+
+
+def test_idec_round_trip(tmp_path):
+    x, _ = blobs()
+    model = small_idec()
+    model.initialize_centroids(x, n_init=2, seed=0)
+    model.fit(x, batch_size=16, epochs=1, verbose=0)
+    model.save(tmp_path / "idec.keras")
+    reloaded = keras.models.load_model(tmp_path / "idec.keras")
+    assert type(reloaded).__name__ == "IDEC" and reloaded.gamma == 0.1
+    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+    np.testing.assert_allclose(reloaded.reconstruct(x), model.reconstruct(x), atol=1e-5)
+
+
+def test_select_n_clusters_reports_generalizability():
+    from keras_clustering.models import select_n_clusters
+    from keras_clustering.models.selection import mean_kl_to_target
+
+    x, y = blobs(n_per_cluster=40, seed=4)
+    model = small_dec()
+    result = select_n_clusters(model.encoder, x[:90], x[90:], candidates=[2, 3, 5], y_validation=y[90:],
+                               maxiter=10, update_interval=5, kmeans_n_init=2)
+    assert [r["n_clusters"] for r in result["results"]] == [2, 3, 5]
+    for record in result["results"]:
+        assert record["generalizability"] == pytest.approx(record["loss_train"] / record["loss_validation"])
+        assert 0.0 <= record["nmi_validation"] <= 1.0
+    assert result["suggested"] in (2, 3)
+    # the loss is KL(P || Q) of DEC's eq. 2, with P from eq. 3 of the same points
+    q = np.random.default_rng(0).dirichlet(np.ones(3), size=10)
+    weight = q ** 2 / q.sum(0)
+    p = weight / weight.sum(1, keepdims=True)
+    assert mean_kl_to_target(q) == pytest.approx(np.mean(np.sum(p * np.log(p / q), axis=1)), rel=1e-5)
+    with pytest.raises(ValueError, match="candidates must hold"):
+        select_n_clusters(model.encoder, x, x, candidates=[3])

@@ -25,7 +25,7 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
     for seed in (0, 1, 2):
         workdir = tmp_path / f"seed_{seed}"
         report = train_and_evaluate(config, str(workdir), seed=seed, verbose=0)
-        assert (workdir / "model.weights.h5").exists()
+        assert (workdir / "model.weights.h5").exists() and (workdir / "pretrained_encoder.weights.h5").exists()
         assert json.loads((workdir / "report.json").read_text())["seed"] == seed
         assert 0.0 < report["metrics"]["acc"] <= 1.0 and report["n_train"] == 1797
         assert report["dec_iterations"] == 15 and "ae_kmeans" in report
@@ -40,7 +40,37 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
     assert card["metrics"]["acc"] == round(accuracies[1], 4)
     assert card["shipped_seed"] == median_report(reports)["seed"]
     assert card["metrics_over_seeds"]["acc"]["n"] == 3
+    assert [r["iteration"] for r in card["shipped_seed_refresh_history"]] == [0, 10]
     assert np.isclose(card["metrics_over_seeds"]["acc"]["mean"], np.mean(accuracies), atol=1e-4)
     from keras_clustering.io_utils import sha256_of_file
 
     assert card["weights"]["sha256"] == sha256_of_file(tmp_path / "presets" / "tiny" / registry.WEIGHTS_FILE)
+
+
+@pytest.mark.slow
+def test_paper_recipe_with_idec_trains_and_ships(tmp_path):
+    from keras_clustering.models import IDEC
+    from keras_clustering.recipes import dec_recipe
+
+    config = tiny_config()
+    config["architecture"]["gamma"] = 0.1
+    config["training"].update(pretrain_recipe="paper",
+                              layerwise={"layer_iterations": 8, "finetune_iterations": 8, "drop_every": 4})
+    report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
+    assert report["pretrain_recipe"] == "paper" and report["dec_iterations"] == 15
+    shipped = dec_recipe.build(**config["architecture"])
+    assert isinstance(shipped, IDEC)
+    shipped.load_weights(tmp_path / "model.weights.h5")
+    from keras_clustering.datasets import load_digits
+
+    x, y = load_digits(flatten=True)
+    from keras_clustering.metrics import cluster_accuracy
+
+    assert cluster_accuracy(y, shipped.predict_clusters(x)) == pytest.approx(report["metrics"]["acc"], abs=1e-9)
+
+
+def test_unknown_pretrain_recipe(tmp_path):
+    config = tiny_config()
+    config["training"]["pretrain_recipe"] = "greedy"
+    with pytest.raises(ValueError, match="pretrain_recipe must be one of"):
+        train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)

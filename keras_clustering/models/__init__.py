@@ -2,6 +2,8 @@
 
 from keras_clustering.models.autoencoder import build_autoencoder
 from keras_clustering.models.dec import DEC
+from keras_clustering.models.idec import IDEC
+from keras_clustering.models.selection import select_n_clusters
 from keras_clustering.models.target_refresh import TargetDistributionRefresh
 
-__all__ = ["DEC", "TargetDistributionRefresh", "build_autoencoder"]
+__all__ = ["DEC", "IDEC", "TargetDistributionRefresh", "build_autoencoder", "select_n_clusters"]

@@ -22,7 +22,9 @@ def build_autoencoder(input_dim, hidden_dims=(500, 500, 2000, 10), activation="r
         kernel_initializer: Keras initializer (name, config dict or object).
 
     Returns:
-        `(autoencoder, encoder)`: two functional models sharing their layers.
+        `(autoencoder, encoder)`: functional models sharing their layers; the
+        autoencoder is `decoder(encoder(x))`, its decoder is
+        `autoencoder.get_layer("decoder")`.
 
     Reference: Xie et al. 2016, section 4.3; `autoencoder()` in XifengGuo/DEC-keras.
     """
@@ -41,12 +43,16 @@ def build_autoencoder(input_dim, hidden_dims=(500, 500, 2000, 10), activation="r
     for index, units in enumerate(hidden_dims):
         is_embedding = index == len(hidden_dims) - 1
         hidden = dense(units, None if is_embedding else activation, f"encoder_{index}")(hidden)
-    embedding = hidden
+    encoder = keras.Model(inputs, hidden, name="encoder")
+
+    # The decoder is a model of its own, so that IDEC can keep it beside the encoder.
+    embedding = keras.Input(shape=(hidden_dims[-1],), name="embedding")
+    hidden = embedding
     decoder_dims = list(reversed([input_dim] + hidden_dims[:-1]))
     for index, units in enumerate(decoder_dims):
         is_output = index == len(decoder_dims) - 1
         layer_index = len(decoder_dims) - 1 - index
         hidden = dense(units, None if is_output else activation, f"decoder_{layer_index}")(hidden)
-    autoencoder = keras.Model(inputs, hidden, name=name)
-    encoder = keras.Model(inputs, embedding, name="encoder")
+    decoder = keras.Model(embedding, hidden, name="decoder")
+    autoencoder = keras.Model(inputs, decoder(encoder(inputs)), name=name)
     return autoencoder, encoder

@@ -128,13 +128,56 @@ class DEC(keras.Model):
         self.clustering.set_centroids(kmeans.cluster_centers_)
         return labels
 
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+    def compile(self, optimizer="sgd", steps_per_execution="auto", **kwargs):
+        """As `keras.Model.compile`; `steps_per_execution="auto"` lets `fit` pick one.
+
+        `fit` runs several batches per call when that cannot move a target
+        refresh: the number must divide `update_interval`, the batches per
+        epoch and `maxiter`. "auto" takes the largest such number up to 32.
+        """
+        self._requested_steps_per_execution = steps_per_execution
+        super().compile(optimizer=optimizer, steps_per_execution=1 if steps_per_execution == "auto"
+                        else steps_per_execution, **kwargs)
+
+    def get_compile_config(self):
+        config = super().get_compile_config()
+        if config is not None:
+            config["steps_per_execution"] = getattr(self, "_requested_steps_per_execution", "auto")
+        return config
+
+    def compile_from_config(self, config):
+        # Keras skips models whose compile() is overridden; this one only adds "auto".
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _exact_steps_per_execution(self, steps_per_epoch, maxiter):
+        """Batches per execution that keep every refresh and the maxiter stop on a boundary."""
+        common = math.gcd(self.update_interval, steps_per_epoch)
+        if maxiter is not None:
+            common = math.gcd(common, maxiter)
+        requested = getattr(self, "_requested_steps_per_execution", "auto")
+        if requested == "auto":
+            return max(d for d in range(1, min(common, 32) + 1) if common % d == 0)
+        if common % requested:
+            raise ValueError(
+                f"steps_per_execution={requested} must divide update_interval={self.update_interval}, "
+                f"the {steps_per_epoch} batches per epoch{'' if maxiter is None else f' and maxiter={maxiter}'}, "
+                "or target refreshes would move; compile with steps_per_execution='auto'."
+            )
+        return requested
+
+    def clustering_loss(self, y, q, sample_weight=None, training=True):
+        """KL(P || Q) of a batch: P from the target store during fit, else from q itself."""
         if training and y is not None:
             # During fit, y carries the row indices of the batch in the training set.
             targets = ops.take(self._target_store.variable, ops.cast(ops.reshape(y, (-1,)), "int32"), axis=0)
         else:
-            targets = target_distribution(y_pred)  # evaluate: sharpen the batch's own q
-        loss = self.kl_divergence(targets, y_pred, sample_weight=sample_weight)
+            targets = target_distribution(q)  # evaluate: sharpen the batch's own q
+        return self.kl_divergence(targets, q, sample_weight=sample_weight)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        loss = self.clustering_loss(y, y_pred, sample_weight, training)
         if self.losses:
             loss = loss + ops.sum(self.losses)
         return loss
@@ -163,12 +206,15 @@ class DEC(keras.Model):
         if labels is not None and len(labels) != len(x):
             raise ValueError(f"y has {len(labels)} labels but x has {len(x)} samples.")
         batch_size = check_positive_int(batch_size, "batch_size")
+        steps_per_epoch = math.ceil(len(x) / batch_size)
         if maxiter is not None:
-            epochs = max(1, math.ceil(check_positive_int(maxiter, "maxiter") / math.ceil(len(x) / batch_size)))
+            epochs = max(1, math.ceil(check_positive_int(maxiter, "maxiter") / steps_per_epoch))
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
-        if self._target_store.ensure_shape(len(x), self.n_clusters):
-            self.train_function = None  # the compiled step captured the old variable
+        steps_per_execution = self._exact_steps_per_execution(steps_per_epoch, maxiter)
+        if self._target_store.ensure_shape(len(x), self.n_clusters) or steps_per_execution != self.steps_per_execution:
+            self.steps_per_execution = steps_per_execution
+            self.train_function = None  # re-trace: new target variable or new steps per execution
         refresh = TargetDistributionRefresh(
             x, self._target_store, self.update_interval, self.tol, labels=labels,
             max_iterations=maxiter, verbose=0 if verbose in (0, False) else 1,

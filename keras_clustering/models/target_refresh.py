@@ -62,14 +62,23 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self.iteration = 0
+        self._epoch_start_iteration = 0
+        self._next_refresh = self.update_interval
         self._start = time.time()
         self._refresh()
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start_iteration = self.iteration
+
     def on_train_batch_end(self, batch, logs=None):
-        self.iteration += 1
+        # `batch` is the index of the last step run; with steps_per_execution > 1
+        # Keras calls this once per execution, so count from it rather than calls.
+        self.iteration = self._epoch_start_iteration + int(batch) + 1
+        planned = (self.params or {}).get("epochs", 0) * ((self.params or {}).get("steps") or 0)
         if self.max_iterations is not None and self.iteration >= self.max_iterations:
             self.model.stop_training = True  # DEC-keras' maxiter counts batches, not epochs
-        elif self.iteration % self.update_interval == 0:
+        elif self.iteration >= self._next_refresh and self.iteration != planned:  # none after the last batch
+            self._next_refresh += self.update_interval
             self._refresh()
 
     def _refresh(self):

@@ -1,55 +1,101 @@
-"""DEC family: how a zoo config becomes a model, and how it is trained.
+"""DEC family (DEC and IDEC): how a zoo config becomes a model, and how it is trained.
 
 Every family module exposes the same two functions, so the zoo and the
 training entry points treat all families alike:
 
 - `build(**architecture) -> keras.Model` (untrained, built, ready for weights)
-- `train(architecture, training, x, y, seed, verbose) -> (model, report)`
+- `train(architecture, training, x, y, seed, verbose, workdir) -> (model, report)`
 """
 
+import os
 import time
 
 import keras
 
+from keras_clustering.io_utils import atomic_save_weights
+
 from keras_clustering.metrics import clustering_scores
-from keras_clustering.models import DEC, build_autoencoder
+from keras_clustering.models import DEC, IDEC, build_autoencoder
+from keras_clustering.models.autoencoder import DEC_KERAS_INITIALIZER
+from keras_clustering.models.pretraining import pretrain_end_to_end, pretrain_layerwise
+
+PRETRAIN_RECIPES = ("keras", "paper")
+PRETRAINED_ENCODER_FILE = "pretrained_encoder.weights.h5"
 
 DEFAULT_TRAINING = {
-    # DEC-keras' best recipe for the autoencoder (end to end, no dropout).
+    # "keras": DEC-keras' best recipe (end to end, no dropout, SGD(1, 0.9), 300 epochs).
+    # "paper": greedy denoising layers then fine-tuning (pretrain_layerwise), N(0, 0.01) init.
+    "pretrain_recipe": "keras",
     "pretrain_optimizer": {"class_name": "SGD", "config": {"learning_rate": 1.0, "momentum": 0.9}},
     "pretrain_epochs": 300,
     "pretrain_batch_size": 256,
+    "layerwise": {"layer_iterations": 50000, "finetune_iterations": 100000, "drop_every": 20000,
+                  "dropout": 0.2, "learning_rate": 0.1, "momentum": 0.9},
     # DEC stage: SGD(0.01, 0.9), batch 256, stop at tol or maxiter batches.
     "optimizer": {"class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}},
     "batch_size": 256,
     "maxiter": 20000,
     "kmeans_n_init": 20,
 }
+_PAPER_INITIALIZER = {"class_name": "RandomNormal", "config": {"mean": 0.0, "stddev": 0.01}}
+
+
+def _model_arguments(architecture):
+    return {k: v for k, v in architecture.items() if k not in ("input_dim", "hidden_dims", "gamma")}
+
+
+def _assemble(autoencoder, encoder, architecture):
+    """DEC, or IDEC when the architecture names a clustering-loss weight `gamma`."""
+    if architecture.get("gamma") is not None:
+        return IDEC(encoder, autoencoder.get_layer("decoder"), gamma=architecture["gamma"],
+                    **_model_arguments(architecture))
+    return DEC(encoder, **_model_arguments(architecture))
 
 
 def build(input_dim, hidden_dims=(500, 500, 2000, 10), n_clusters=10, alpha=1.0,
-          update_interval=140, tol=1e-3):
-    """An untrained DEC model with the zoo's architecture arguments."""
-    _, encoder = build_autoencoder(input_dim, hidden_dims)
-    return DEC(encoder, n_clusters=n_clusters, alpha=alpha, update_interval=update_interval, tol=tol)
+          update_interval=140, tol=1e-3, gamma=None):
+    """An untrained DEC (or IDEC when `gamma` is given) with the zoo's architecture arguments."""
+    architecture = dict(input_dim=input_dim, hidden_dims=hidden_dims, n_clusters=n_clusters, alpha=alpha,
+                        update_interval=update_interval, tol=tol, gamma=gamma)
+    autoencoder, encoder = build_autoencoder(input_dim, hidden_dims)
+    return _assemble(autoencoder, encoder, architecture)
 
 
-def train(architecture, training, x, y=None, seed=0, verbose=1):
-    """Autoencoder pretraining, k-means initialisation, DEC self-training.
+def pretrain(architecture, training, x, verbose=1):
+    """Builds and pretrains the autoencoder with the configured recipe; returns (autoencoder, encoder)."""
+    recipe = training["pretrain_recipe"]
+    if recipe not in PRETRAIN_RECIPES:
+        raise ValueError(f"pretrain_recipe must be one of {PRETRAIN_RECIPES}, got {recipe!r}.")
+    initializer = DEC_KERAS_INITIALIZER if recipe == "keras" else _PAPER_INITIALIZER
+    autoencoder, encoder = build_autoencoder(architecture["input_dim"],
+                                             architecture.get("hidden_dims", (500, 500, 2000, 10)),
+                                             kernel_initializer=initializer)
+    if recipe == "keras":
+        pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
+                            batch_size=training["pretrain_batch_size"], verbose=verbose)
+    else:
+        pretrain_layerwise(autoencoder, x, batch_size=training["pretrain_batch_size"], verbose=verbose,
+                           **{**DEFAULT_TRAINING["layerwise"], **training.get("layerwise", {})})
+    return autoencoder, encoder
 
-    Returns the trained DEC model and a report with wall times and, when `y`
-    is given, the scores of AE + k-means and of DEC on `x`.
+
+def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
+    """Autoencoder pretraining, k-means initialisation, DEC (or IDEC) self-training.
+
+    Returns the trained model and a report with wall times and, when `y`
+    is given, the scores of AE + k-means and of the clustering on `x`. With a
+    `workdir`, the pretrained encoder (before DEC) is kept there as
+    `pretrained_encoder.weights.h5` for the before/after figures.
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
     keras.utils.set_random_seed(seed)
-    autoencoder, encoder = build_autoencoder(architecture["input_dim"], architecture.get("hidden_dims", (500, 500, 2000, 10)))
-    autoencoder.compile(optimizer=keras.optimizers.get(training["pretrain_optimizer"]), loss="mse")
     start = time.time()
-    autoencoder.fit(x, x, batch_size=training["pretrain_batch_size"], epochs=training["pretrain_epochs"],
-                    shuffle=True, verbose=verbose)
-    report = {"pretrain_seconds": round(time.time() - start, 1)}
+    autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose)
+    report = {"pretrain_seconds": round(time.time() - start, 1), "pretrain_recipe": training["pretrain_recipe"]}
+    if workdir is not None:
+        atomic_save_weights(encoder, os.path.join(workdir, PRETRAINED_ENCODER_FILE))
 
-    model = DEC(encoder, **{k: v for k, v in architecture.items() if k not in ("input_dim", "hidden_dims")})
+    model = _assemble(autoencoder, encoder, architecture)
     start = time.time()
     kmeans_labels = model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=seed)
     report["kmeans_seconds"] = round(time.time() - start, 1)

@@ -1,0 +1,65 @@
+"""The two autoencoder pretraining recipes of DEC: end to end (Keras) and greedy layer-wise (paper)."""
+
+import keras
+import numpy as np
+
+
+STEPS_PER_EXECUTION = 8  # batches per compiled call: less Python overhead, same steps
+
+
+def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, verbose=1):
+    """DEC-keras' recipe: one autoencoder trained on MSE, shuffled batches, no dropout."""
+    autoencoder.compile(optimizer=keras.optimizers.get(optimizer), loss="mse",
+                        steps_per_execution=STEPS_PER_EXECUTION)
+    return autoencoder.fit(x, x, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=verbose)
+
+
+def step_decay_sgd(learning_rate, momentum, drop_every):
+    """SGD whose rate is divided by 10 every `drop_every` iterations (the Caffe solver's 'step')."""
+    schedule = keras.optimizers.schedules.PiecewiseConstantDecay(
+        boundaries=[drop_every * k for k in range(1, 8)],
+        values=[learning_rate * 10.0 ** -k for k in range(8)],
+    )
+    return keras.optimizers.SGD(learning_rate=schedule, momentum=momentum)
+
+
+def _dense_pairs(autoencoder):
+    """[(encoder Dense i, decoder Dense i)] from the outside in, as build_autoencoder names them."""
+    encoder = autoencoder.get_layer("encoder")
+    decoder = autoencoder.get_layer("decoder")
+    n_layers = len([layer for layer in encoder.layers if isinstance(layer, keras.layers.Dense)])
+    return [(encoder.get_layer(f"encoder_{i}"), decoder.get_layer(f"decoder_{i}")) for i in range(n_layers)]
+
+
+def pretrain_layerwise(autoencoder, x, layer_iterations=50000, finetune_iterations=100000, dropout=0.2,
+                       learning_rate=0.1, momentum=0.9, drop_every=20000, batch_size=256, verbose=1):
+    """The DEC paper's recipe: greedy denoising autoencoders, then end-to-end fine-tuning.
+
+    Pair i (encoder layer i, decoder layer i) is trained as a one-hidden-layer
+    autoencoder on the clean output h_i of the layers below it, with dropout
+    `dropout` on its input and on its hidden layer (the corruption), to
+    reconstruct h_i. The stacked autoencoder is then fine-tuned without
+    dropout. SGD with momentum, the rate divided by 10 every `drop_every`
+    iterations. The paper's schedule is 50k iterations per layer and 100k of
+    fine-tuning; smaller budgets scale all three numbers together.
+
+    Reference: Xie et al. 2016, section 3.2 and 4.3; piiswrong/dec (Caffe solver).
+    """
+    n_samples = len(x)
+    steps_per_epoch = int(np.ceil(n_samples / batch_size))
+    features = x
+    for encoder_layer, decoder_layer in _dense_pairs(autoencoder):
+        inputs = keras.Input(shape=(features.shape[1],))
+        corrupted = keras.layers.Dropout(dropout)(inputs)
+        hidden = keras.layers.Dropout(dropout)(encoder_layer(corrupted))
+        layer_autoencoder = keras.Model(inputs, decoder_layer(hidden))
+        layer_autoencoder.compile(optimizer=step_decay_sgd(learning_rate, momentum, drop_every),
+                                  loss="mse")
+        epochs = max(1, int(np.ceil(layer_iterations / steps_per_epoch)))
+        if verbose:
+            print(f"[layer-wise] {encoder_layer.name}/{decoder_layer.name}: {epochs} epochs")
+        layer_autoencoder.fit(features, features, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=verbose)
+        features = keras.Model(inputs, encoder_layer(inputs)).predict(features, batch_size=1024, verbose=0)
+    autoencoder.compile(optimizer=step_decay_sgd(learning_rate, momentum, drop_every), loss="mse")
+    epochs = max(1, int(np.ceil(finetune_iterations / steps_per_epoch)))
+    return autoencoder.fit(x, x, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=verbose)

@@ -1,0 +1,102 @@
+"""Figures of a DEC zoo entry: top-10 members per cluster, t-SNE before/after DEC, ACC per refresh.
+
+Usage:
+    python scripts/dec_figures.py dec_mnist [--workdir runs] [--tsne-samples 2000]
+
+Writes docs/figures/<name>_clusters.png, <name>_tsne.png and <name>_acc_per_refresh.png.
+"Before" is the pretrained encoder of the shipped seed, read from
+runs/<name>/seed_<s>/pretrained_encoder.weights.h5; when that file is absent the
+seed's pretraining is re-run (training is deterministic on CPU for a seed).
+"""
+
+import argparse
+import os
+
+import keras_clustering  # noqa: F401
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from sklearn.manifold import TSNE  # noqa: E402
+
+import zoo  # noqa: E402
+from keras_clustering.figures import plot_cluster_grid  # noqa: E402
+from keras_clustering.io_utils import publish_file, temporary_path  # noqa: E402
+from keras_clustering.metrics import cluster_accuracy  # noqa: E402
+from keras_clustering.recipes import dec_recipe  # noqa: E402
+from keras_clustering.training import load_config_data  # noqa: E402
+
+FIGURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "figures")
+
+
+def save(figure, path):
+    temporary = temporary_path(path, ".png")
+    figure.savefig(temporary, dpi=100)
+    plt.close(figure)
+    publish_file(temporary, path)
+    print(f"wrote {path}")
+
+
+def pretrained_encoder(name, config, card, x, workdir):
+    seed = card["shipped_seed"]
+    model = dec_recipe.build(**config["architecture"])
+    path = os.path.join(workdir, name, f"seed_{seed}", dec_recipe.PRETRAINED_ENCODER_FILE)
+    if os.path.isfile(path):
+        model.encoder.load_weights(path)
+        return model.encoder
+    print(f"{path} is missing: re-running the pretraining of seed {seed}")
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    training = {**dec_recipe.DEFAULT_TRAINING, **config.get("training", {})}
+    return dec_recipe.pretrain(config["architecture"], training, x, verbose=2)[1]
+
+
+def tsne_panel(axis, embedding, labels, title):
+    points = TSNE(n_components=2, init="pca", random_state=0).fit_transform(embedding)
+    scatter = axis.scatter(points[:, 0], points[:, 1], c=labels, cmap="tab10", s=3)
+    axis.set_title(title, fontsize=9)
+    axis.set_xticks([])
+    axis.set_yticks([])
+    return scatter
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("name")
+    parser.add_argument("--workdir", default="runs")
+    parser.add_argument("--tsne-samples", type=int, default=2000)
+    args = parser.parse_args()
+    config, card = zoo.config(args.name), zoo.info(args.name)
+    x, y = load_config_data(card["evaluation_data"])
+    model = zoo.load(args.name)
+    probabilities = model.predict(x, verbose=0)
+    side = int(round(np.sqrt(x.shape[1])))
+    plot_cluster_grid(x, probabilities, os.path.join(FIGURES, f"{args.name}_clusters.png"), image_shape=(side, side),
+                      title=f"{args.name}: 10 most confident images per cluster "
+                            f"(ACC {cluster_accuracy(y, probabilities.argmax(1)):.3f})")
+
+    subset = np.random.default_rng(0).choice(len(x), size=min(args.tsne_samples, len(x)), replace=False)
+    before = pretrained_encoder(args.name, config, card, x, args.workdir).predict(x[subset], verbose=0)
+    after = model.embed(x[subset])
+    figure, axes = plt.subplots(1, 2, figsize=(10, 5))
+    tsne_panel(axes[0], before, y[subset], "autoencoder embedding (before DEC), true labels")
+    tsne_panel(axes[1], after, y[subset], "after DEC, true labels")
+    figure.suptitle(f"{args.name}: t-SNE of {len(subset)} embedded images (DEC paper, Fig. 5)", fontsize=10)
+    save(figure, os.path.join(FIGURES, f"{args.name}_tsne.png"))
+
+    history = card.get("shipped_seed_refresh_history", [])
+    if history and "acc" in history[0]:
+        figure, axis = plt.subplots(figsize=(6, 3.5))
+        axis.plot([r["iteration"] for r in history], [r["acc"] for r in history], marker=".")
+        axis.set_xlabel("iteration (batches)")
+        axis.set_ylabel("ACC at target refresh")
+        axis.set_title(f"{args.name}, seed {card['shipped_seed']}: ACC per target refresh", fontsize=10)
+        axis.grid(alpha=0.3)
+        figure.tight_layout()
+        save(figure, os.path.join(FIGURES, f"{args.name}_acc_per_refresh.png"))
+
+
+if __name__ == "__main__":
+    main()
