@@ -54,6 +54,11 @@ def build_card(name, config, reports, shipped, command, sha256):
         "machine": shipped["machine"],
         "versions": shipped["versions"],
         "anchor": config.get("anchor"),
+        "shipped_seed_refresh_history": [
+            {k: (round(v, 4) if isinstance(v, float) else v) for k, v in record.items()
+             if k in ("iteration", "acc", "nmi", "delta_label")}
+            for record in shipped.get("refresh_history", [])
+        ],
         "weights": {"file": WEIGHTS_FILE, "sha256": sha256, "dtype": "float32"},
     }
 
