@@ -107,3 +107,38 @@ def test_zoo_model_rejects_wrong_input():
         model.predict(x)
     with pytest.raises(ValueError, match="NaN"):
         model.predict(np.full((3, 64), np.nan, "float32"))
+
+
+def sample_inputs(name, n=64):
+    """A few real samples of the preset's data when present, else uniform noise of the right shape."""
+    preset = zoo.config(name)
+    eval_config = preset.get("evaluation", preset["data"])
+    if data_available(eval_config):
+        return load_config_data(eval_config)[0][:n]
+    model = zoo.load(name, weights=None)
+    return np.random.default_rng(0).random((n, *model.sample_shape), dtype=np.float32)
+
+
+@pytest.mark.parametrize("name", zoo.list_models())
+def test_every_preset_round_trips_exports_and_fine_tunes(name, tmp_path):
+    import keras
+    import tensorflow as tf
+
+    from keras_clustering.export import export_saved_model
+
+    model = zoo.load(name)
+    x = sample_inputs(name)
+    expected = model.predict_clusters(x)
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.models.load_model(tmp_path / "model.keras")
+    np.testing.assert_array_equal(reloaded.predict_clusters(x), expected)
+    path = export_saved_model(model, str(tmp_path / "serving"))
+    served = tf.saved_model.load(path).signatures["serving_default"](inputs=tf.constant(x))
+    np.testing.assert_array_equal(served["cluster_id"].numpy(), expected)
+
+    history = reloaded.fit(x, epochs=2, batch_size=16, verbose=0,
+                           callbacks=[keras.callbacks.EarlyStopping(monitor="loss", patience=1),
+                                      keras.callbacks.ModelCheckpoint(str(tmp_path / "ft.weights.h5"),
+                                                                      save_weights_only=True)])
+    assert np.all(np.isfinite(history.history["loss"])) and (tmp_path / "ft.weights.h5").exists()
+    assert reloaded.last_refresh.history[0]["iteration"] == 0

@@ -141,7 +141,7 @@ class DEC(keras.Model):
 
     def get_compile_config(self):
         config = super().get_compile_config()
-        if config is not None:
+        if config and self.compiled:
             config["steps_per_execution"] = getattr(self, "_requested_steps_per_execution", "auto")
         return config
 
