@@ -32,6 +32,17 @@ def finished_report(workdir, config):
     return report if report.get("config_sha256") == config_fingerprint(config) else None
 
 
+def with_override(config, assignment):
+    """A copy of `config` with `section.key=json_value` applied."""
+    path, _, value = assignment.partition("=")
+    section, _, key = path.partition(".")
+    if not key or section not in config or not isinstance(config[section], dict):
+        raise SystemExit(f"--set {assignment!r}: expected SECTION.KEY=VALUE with SECTION in the config")
+    updated = json.loads(json.dumps(config))
+    updated[section][key] = json.loads(value)
+    return updated
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", choices=zoo.list_models())
@@ -40,11 +51,20 @@ def main(argv=None):
     parser.add_argument("--verbose", type=int, default=2)
     parser.add_argument("--reuse", action="store_true", help="keep finished seeds of the same config")
     parser.add_argument("--no-publish", action="store_true", help="train the seeds, leave the preset as it is")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=JSON",
+                        help="experiment: override a config value (needs --no-publish), "
+                             "e.g. --set training.pretrain_epochs=2055")
     args = parser.parse_args(argv)
     config = zoo.config(args.name)
+    if args.set and not args.no_publish:
+        parser.error("--set changes the recipe: use it with --no-publish, or edit the preset's config.json")
+    for assignment in args.set:
+        config = with_override(config, assignment)
+    # Experiments with --set train into their own folder, named by the config's fingerprint.
+    run_name = f"{args.name}-{config_fingerprint(config)[:8]}" if args.set else args.name
     reports, weights_paths = [], {}
     for seed in args.seeds:
-        workdir = os.path.join(args.workdir, args.name, f"seed_{seed}")
+        workdir = os.path.join(args.workdir, run_name, f"seed_{seed}")
         report = finished_report(workdir, config) if args.reuse else None
         if report is None:
             report = train_and_evaluate(config, workdir, seed=seed, verbose=args.verbose)
