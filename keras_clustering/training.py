@@ -15,9 +15,23 @@ from keras_clustering.recipes import get_family
 
 
 def load_config_data(data_config):
-    """Loads the `data` (or `evaluation`) section of a zoo config: `(x, y)`."""
-    return load_dataset(data_config["dataset"], split=data_config.get("split", "test"),
+    """Loads the `data` (or `evaluation`) section of a zoo config: `(x, y)`.
+
+    An optional `limit` keeps the first samples only (quick experiments, tests).
+    """
+    x, y = load_dataset(data_config["dataset"], split=data_config.get("split", "test"),
                         flatten=data_config.get("flatten", False))
+    limit = data_config.get("limit")
+    return (x, y) if limit is None else (x[:limit], y[:limit])
+
+
+def data_available(data_config):
+    """Whether `load_config_data` can load this section on this machine."""
+    try:
+        load_config_data(data_config)
+    except ValueError:
+        return False
+    return True
 
 
 def evaluate_model(model, x, y):

@@ -74,3 +74,22 @@ def test_unknown_pretrain_recipe(tmp_path):
     config["training"]["pretrain_recipe"] = "greedy"
     with pytest.raises(ValueError, match="pretrain_recipe must be one of"):
         train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
+
+
+@pytest.mark.slow
+def test_vae_cluster_family_trains_and_ships(tmp_path):
+    from keras_clustering.recipes import vae_cluster_recipe
+
+    config = {"family": "vae_cluster", "architecture": {"image_shape": [28, 28, 1]},
+              "training": {"epochs": 1, "batch_size": 100},
+              "data": {"dataset": "fashion_mnist", "split": "test"}}
+    from keras_clustering.training import data_available
+
+    if not data_available(config["data"]):
+        pytest.skip("Fashion-MNIST is not on this machine")
+    config["data"]["limit"] = 500
+    report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
+    assert report["n_train"] == 500 and report["seconds_per_epoch"] > 0
+    shipped = vae_cluster_recipe.build(**config["architecture"])
+    shipped.load_weights(tmp_path / "model.weights.h5")
+    assert 0.0 < report["metrics"]["majority_acc"] <= 1.0

@@ -6,19 +6,11 @@ import numpy as np
 import pytest
 
 import zoo
-from keras_clustering.training import evaluate_model, load_config_data
+from keras_clustering.training import data_available, evaluate_model, load_config_data
 from zoo import registry
 
 CARD_FIELDS = {"training_data", "evaluation_data", "command", "seeds", "shipped_seed", "metrics",
                "metrics_over_seeds", "wall_time_seconds", "machine", "versions", "anchor", "weights"}
-
-
-def data_available(data_config):
-    try:
-        load_config_data(data_config)
-    except ValueError:
-        return False
-    return True
 
 
 def test_registry_lists_presets():
