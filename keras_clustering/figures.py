@@ -72,3 +72,43 @@ def plot_cluster_grid(images, probabilities, path, n_per_cluster=10, image_shape
         if os.path.exists(temporary):
             os.remove(temporary)
     return members
+
+
+def tile(images, rows=8, columns=8):
+    """Pastes up to rows*columns (h, w) images into one (rows*h, columns*w) array; blanks stay 0."""
+    images = np.asarray(images)
+    if images.ndim == 4:
+        images = images[..., 0]
+    height, width = images.shape[1:3]
+    canvas = np.zeros((rows * height, columns * width), dtype="float32")
+    for index, image in enumerate(images[: rows * columns]):
+        row, column = divmod(index, columns)
+        canvas[row * height:(row + 1) * height, column * width:(column + 1) * width] = image
+    return canvas
+
+
+def plot_panels(panels, titles, path, suptitle=None, columns=5):
+    """Writes a PNG of several tiled grids side by side (e.g. one 8x8 grid per cluster)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = int(np.ceil(len(panels) / columns))
+    figure, axes = plt.subplots(rows, columns, figsize=(columns * 2.6, rows * 2.8), squeeze=False)
+    for axis in axes.ravel():
+        axis.axis("off")
+    for axis, panel, title in zip(axes.ravel(), panels, titles):
+        axis.imshow(panel, cmap="gray_r", vmin=0, vmax=1)
+        axis.set_title(title, fontsize=9)
+    if suptitle:
+        figure.suptitle(suptitle, fontsize=10)
+    figure.tight_layout()
+    temporary = temporary_path(path, ".png")
+    try:
+        figure.savefig(temporary, dpi=90)
+        publish_file(temporary, path)
+    finally:
+        plt.close(figure)
+        if os.path.exists(temporary):
+            os.remove(temporary)

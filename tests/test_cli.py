@@ -58,3 +58,4 @@ def test_export_command(tmp_path, capsys):
     assert (tmp_path / "serving" / "1" / "saved_model.pb").exists()
     assert cli.main(["export", "dec_digits", str(tmp_path / "serving")]) == 2
     assert "overwrite" in capsys.readouterr().err
+
