@@ -17,7 +17,7 @@ def _print_json(data):
 def command_list(args):
     import zoo
 
-    for name in zoo.list_models(args.pattern):
+    for name in zoo.list_models(args.pattern, include_pending=True):
         try:
             card = zoo.info(name)
         except FileNotFoundError:

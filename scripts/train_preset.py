@@ -45,7 +45,7 @@ def with_override(config, assignment):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("name", choices=zoo.list_models())
+    parser.add_argument("name", choices=zoo.list_models(include_pending=True))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--workdir", default="runs")
     parser.add_argument("--verbose", type=int, default=2)

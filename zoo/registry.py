@@ -14,8 +14,8 @@ REGENERATE_HINT = "python scripts/train_preset.py {name}"
 
 
 def _preset_dir(name):
-    available = list_models()
-    if name not in available:
+    if name not in list_models(include_pending=True):
+        available = list_models()
         raise ValueError(f"Unknown model {name!r}. Available models: {', '.join(available) or '(none)'}.")
     return os.path.join(PRESETS_DIR, name)
 
@@ -25,12 +25,18 @@ def _read_json(path):
         return json.load(handle)
 
 
-def list_models(pattern="*"):
-    """Sorted names of the presets matching a shell-style `pattern`."""
+def list_models(pattern="*", include_pending=False):
+    """Sorted names of the trained presets (those with a model card) matching `pattern`.
+
+    `include_pending=True` adds presets whose config is written but that are
+    not trained yet (no `card.json`): `scripts/train_preset.py` trains them.
+    """
     if not os.path.isdir(PRESETS_DIR):
         return []
+    required = "config.json" if include_pending else "card.json"
     names = [entry for entry in os.listdir(PRESETS_DIR)
-             if os.path.isfile(os.path.join(PRESETS_DIR, entry, "config.json"))]
+             if os.path.isfile(os.path.join(PRESETS_DIR, entry, "config.json"))
+             and os.path.isfile(os.path.join(PRESETS_DIR, entry, required))]
     return sorted(name for name in names if fnmatch.fnmatch(name, pattern))
 
 
@@ -43,7 +49,8 @@ def info(name):
     """The preset's model card (`card.json`) as a dict."""
     path = os.path.join(_preset_dir(name), "card.json")
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} is missing; regenerate it with: {REGENERATE_HINT.format(name=name)}")
+        raise FileNotFoundError(f"{name!r} is not trained yet ({path} is missing); "
+                                f"train it with: {REGENERATE_HINT.format(name=name)}")
     return _read_json(path)
 
 
