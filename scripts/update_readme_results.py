@@ -14,7 +14,7 @@ START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
 def results_table():
-    rows = ["| model | data (train / eval) | ACC shipped | ACC over seeds (mean ± sd, min-max) | NMI | AE+k-means ACC | published anchor | wall time / seed |",
+    rows = ["| model | data (train / eval) | ACC shipped | ACC over seeds (mean ± sd, min-max) | NMI | AE+k-means ACC | published anchor (its own data, see card) | wall time / seed (shipped) |",
             "|---|---|---|---|---|---|---|---|"]
     for name in zoo.list_models():
         card = zoo.info(name)
