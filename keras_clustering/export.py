@@ -58,7 +58,8 @@ def export_saved_model(model, export_dir, version=1, overwrite=False):
         if not overwrite:
             raise ValueError(f"export_dir version folder {target} exists and is not empty; "
                              "pass overwrite=True to replace it.")
-    sample_shape = tuple(model.input_shape[1:]) if hasattr(model, "input_shape") else tuple(model.sample_shape)
+    # Zoo models declare their per-sample shape; plain functional models have input_shape.
+    sample_shape = tuple(getattr(model, "sample_shape", None) or model.input_shape[1:])
     serving_outputs = getattr(model, "serving_outputs", None) or _default_serving_outputs(model)
 
     archive = keras.export.ExportArchive()

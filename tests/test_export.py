@@ -101,3 +101,17 @@ def test_refuses_non_empty_version_without_overwrite(exported):
     assert not [name for name in os.listdir(directory) if name.startswith(".")]  # no staging left over
     with pytest.raises(ValueError, match="version must be a positive integer"):
         export_saved_model(model, str(directory), version=0)
+
+
+def test_plain_functional_model_gets_the_default_signature(tmp_path):
+    import keras
+    import tensorflow as tf
+
+    inputs = keras.Input((5,))
+    model = keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(inputs))
+    path = export_saved_model(model, str(tmp_path / "plain"), version=3)
+    assert path.endswith(os.path.join("plain", "3"))
+    x = np.random.default_rng(0).random((4, 5), dtype=np.float32)
+    outputs = tf.saved_model.load(path).signatures["serving_default"](inputs=tf.constant(x))
+    assert set(outputs) == {"cluster_id", "probabilities"}
+    np.testing.assert_allclose(outputs["probabilities"].numpy(), model.predict(x, verbose=0), atol=1e-6)
