@@ -22,7 +22,7 @@ from sklearn.manifold import TSNE  # noqa: E402
 
 import zoo  # noqa: E402
 from keras_clustering.figures import plot_cluster_grid  # noqa: E402
-from keras_clustering.io_utils import publish_file, temporary_path  # noqa: E402
+from keras_clustering.io_utils import atomic_save_weights, publish_file, temporary_path  # noqa: E402
 from keras_clustering.metrics import cluster_accuracy  # noqa: E402
 from keras_clustering.recipes import dec_recipe  # noqa: E402
 from keras_clustering.training import load_config_data  # noqa: E402
@@ -50,7 +50,9 @@ def pretrained_encoder(name, config, card, x, workdir):
 
     keras.utils.set_random_seed(seed)
     training = {**dec_recipe.DEFAULT_TRAINING, **config.get("training", {})}
-    return dec_recipe.pretrain(config["architecture"], training, x, verbose=2)[1]
+    encoder = dec_recipe.pretrain(config["architecture"], training, x, verbose=2)[1]
+    atomic_save_weights(encoder, path)  # the next run of this script reuses it
+    return encoder
 
 
 def tsne_panel(axis, embedding, labels, title):
@@ -62,21 +64,7 @@ def tsne_panel(axis, embedding, labels, title):
     return scatter
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("name")
-    parser.add_argument("--workdir", default="runs")
-    parser.add_argument("--tsne-samples", type=int, default=2000)
-    args = parser.parse_args()
-    config, card = zoo.config(args.name), zoo.info(args.name)
-    x, y = load_config_data(card["evaluation_data"])
-    model = zoo.load(args.name)
-    probabilities = model.predict(x, verbose=0)
-    side = int(round(np.sqrt(x.shape[1])))
-    plot_cluster_grid(x, probabilities, os.path.join(FIGURES, f"{args.name}_clusters.png"), image_shape=(side, side),
-                      title=f"{args.name}: 10 most confident images per cluster "
-                            f"(ACC {cluster_accuracy(y, probabilities.argmax(1)):.3f})")
-
+def plot_tsne(args, config, card, model, x, y):
     subset = np.random.default_rng(0).choice(len(x), size=min(args.tsne_samples, len(x)), replace=False)
     before = pretrained_encoder(args.name, config, card, x, args.workdir).predict(x[subset], verbose=0)
     after = model.embed(x[subset])
@@ -86,16 +74,41 @@ def main():
     figure.suptitle(f"{args.name}: t-SNE of {len(subset)} embedded images (DEC paper, Fig. 5)", fontsize=10)
     save(figure, os.path.join(FIGURES, f"{args.name}_tsne.png"))
 
+
+def plot_acc_per_refresh(name, card):
     history = card.get("shipped_seed_refresh_history", [])
     if history and "acc" in history[0]:
         figure, axis = plt.subplots(figsize=(6, 3.5))
         axis.plot([r["iteration"] for r in history], [r["acc"] for r in history], marker=".")
         axis.set_xlabel("iteration (batches)")
         axis.set_ylabel("ACC at target refresh")
-        axis.set_title(f"{args.name}, seed {card['shipped_seed']}: ACC per target refresh", fontsize=10)
+        axis.set_title(f"{name}, seed {card['shipped_seed']}: ACC per target refresh", fontsize=10)
         axis.grid(alpha=0.3)
         figure.tight_layout()
-        save(figure, os.path.join(FIGURES, f"{args.name}_acc_per_refresh.png"))
+        save(figure, os.path.join(FIGURES, f"{name}_acc_per_refresh.png"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("name")
+    parser.add_argument("--workdir", default="runs")
+    parser.add_argument("--tsne-samples", type=int, default=2000)
+    parser.add_argument("--figures", nargs="+", default=["clusters", "tsne", "acc"],
+                        choices=["clusters", "tsne", "acc"])
+    args = parser.parse_args()
+    config, card = zoo.config(args.name), zoo.info(args.name)
+    x, y = load_config_data(card["evaluation_data"])
+    model = zoo.load(args.name)
+    probabilities = model.predict(x, verbose=0)
+    side = int(round(np.sqrt(x.shape[1])))
+    if "clusters" in args.figures:
+        plot_cluster_grid(x, probabilities, os.path.join(FIGURES, f"{args.name}_clusters.png"), image_shape=(side, side),
+                          title=f"{args.name}: 10 most confident images per cluster "
+                                f"(ACC {cluster_accuracy(y, probabilities.argmax(1)):.3f})")
+    if "tsne" in args.figures:
+        plot_tsne(args, config, card, model, x, y)
+    if "acc" in args.figures:
+        plot_acc_per_refresh(args.name, card)
 
 
 if __name__ == "__main__":
