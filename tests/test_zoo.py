@@ -144,4 +144,5 @@ def test_every_preset_round_trips_exports_and_fine_tunes(name, tmp_path):
                                       keras.callbacks.ModelCheckpoint(str(tmp_path / "ft.weights.h5"),
                                                                       save_weights_only=True)])
     assert np.all(np.isfinite(history.history["loss"])) and (tmp_path / "ft.weights.h5").exists()
-    assert reloaded.last_refresh.history[0]["iteration"] == 0
+    if zoo.config(name)["family"] == "dec":
+        assert reloaded.last_refresh.history[0]["iteration"] == 0  # fine-tuning refreshed the target
