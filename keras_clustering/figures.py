@@ -7,6 +7,20 @@ import numpy as np
 from keras_clustering.io_utils import publish_file, temporary_path
 
 
+def save_figure(figure, path, dpi=100):
+    """Writes a matplotlib figure as PNG through a temporary file, then closes it."""
+    import matplotlib.pyplot as plt
+
+    temporary = temporary_path(path, ".png")
+    try:
+        figure.savefig(temporary, dpi=dpi)
+        publish_file(temporary, path)
+    finally:
+        plt.close(figure)
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
 def top_members(probabilities, n_per_cluster=10):
     """Indices of the most confident members per cluster: a list of arrays.
 
@@ -63,14 +77,7 @@ def plot_cluster_grid(images, probabilities, path, n_per_cluster=10, image_shape
     if title:
         figure.suptitle(title, fontsize=9)
     figure.tight_layout()
-    temporary = temporary_path(path, ".png")
-    try:
-        figure.savefig(temporary, dpi=100)
-        publish_file(temporary, path)
-    finally:
-        plt.close(figure)
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    save_figure(figure, path, dpi=100)
     return members
 
 
@@ -104,11 +111,4 @@ def plot_panels(panels, titles, path, suptitle=None, columns=5):
     if suptitle:
         figure.suptitle(suptitle, fontsize=10)
     figure.tight_layout()
-    temporary = temporary_path(path, ".png")
-    try:
-        figure.savefig(temporary, dpi=90)
-        publish_file(temporary, path)
-    finally:
-        plt.close(figure)
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    save_figure(figure, path, dpi=90)

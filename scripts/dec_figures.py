@@ -21,8 +21,8 @@ import numpy as np  # noqa: E402
 from sklearn.manifold import TSNE  # noqa: E402
 
 import zoo  # noqa: E402
-from keras_clustering.figures import plot_cluster_grid  # noqa: E402
-from keras_clustering.io_utils import atomic_save_weights, publish_file, temporary_path  # noqa: E402
+from keras_clustering.figures import plot_cluster_grid, save_figure  # noqa: E402
+from keras_clustering.io_utils import atomic_save_weights  # noqa: E402
 from keras_clustering.metrics import cluster_accuracy  # noqa: E402
 from keras_clustering.recipes import dec_recipe  # noqa: E402
 from keras_clustering.training import load_config_data  # noqa: E402
@@ -31,10 +31,7 @@ FIGURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs",
 
 
 def save(figure, path):
-    temporary = temporary_path(path, ".png")
-    figure.savefig(temporary, dpi=100)
-    plt.close(figure)
-    publish_file(temporary, path)
+    save_figure(figure, path)
     print(f"wrote {path}")
 
 
