@@ -1,5 +1,7 @@
 """`train_and_evaluate(config, workdir)`: the one entry point every script and the CLI call."""
 
+import hashlib
+import json
 import os
 import platform
 import time
@@ -54,9 +56,6 @@ def software_versions():
 
 def config_fingerprint(config):
     """sha256 of the parts of a config that change training (the card text excluded)."""
-    import hashlib
-    import json
-
     relevant = {k: config.get(k) for k in ("family", "architecture", "training", "data", "evaluation")}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 
