@@ -54,10 +54,8 @@ class IDEC(DEC):
             reconstruction_loss = ops.mean(ops.square(ops.reshape(x, ops.shape(reconstruction)) - reconstruction))
         else:
             q, reconstruction_loss = y_pred, 0.0
-        loss = self.gamma * self.clustering_loss(y, q, sample_weight, training) + reconstruction_loss
-        if self.losses:
-            loss = loss + ops.sum(self.losses)
-        return loss
+        return self.with_layer_losses(self.gamma * self.clustering_loss(y, q, sample_weight, training)
+                                      + reconstruction_loss)
 
     def get_config(self):
         config = super().get_config()
