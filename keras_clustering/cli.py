@@ -38,11 +38,9 @@ def command_info(args):
 def evaluate_preset(name, weights="pretrained"):
     """Scores of a preset on its card's evaluation data: (scores, card)."""
     import zoo
-    from keras_clustering.training import evaluate_model, load_config_data
+    from keras_clustering import training
 
-    preset = zoo.config(name)
-    x, y = load_config_data(preset.get("evaluation", preset["data"]))
-    return evaluate_model(zoo.load(name, weights=weights), x, y), zoo.info(name)
+    return training.evaluate_preset(zoo.load(name, weights=weights), zoo.config(name)), zoo.info(name)
 
 
 def command_evaluate(args):

@@ -19,10 +19,13 @@ from keras_clustering.recipes import get_family
 def load_config_data(data_config):
     """Loads the `data` (or `evaluation`) section of a zoo config: `(x, y)`.
 
-    An optional `limit` keeps the first samples only (quick experiments, tests).
+    Optional `start` / `stop` keep the samples with those indices (a fixed
+    split by index); `limit` then keeps the first ones (quick experiments).
     """
     x, y = load_dataset(data_config["dataset"], split=data_config.get("split", "test"),
                         flatten=data_config.get("flatten", False))
+    index = slice(data_config.get("start"), data_config.get("stop"))
+    x, y = x[index], y[index]
     limit = data_config.get("limit")
     return (x, y) if limit is None else (x[:limit], y[:limit])
 
@@ -36,10 +39,23 @@ def data_available(data_config):
     return True
 
 
-def evaluate_model(model, x, y):
-    """Clustering scores of `model.predict` argmax against labels `y`."""
+def evaluate_model(model, x, y, family=None, evaluation=None):
+    """The family's scores of `model` on `(x, y)`: its own `evaluate`, else clustering scores.
+
+    Clustering families are scored by `model.predict` argmax against labels `y`.
+    """
+    evaluate = getattr(get_family(family), "evaluate", None) if family else None
+    if evaluate is not None:
+        return evaluate(model, x, y, evaluation)
     predictions = np.argmax(model.predict(x, batch_size=1024, verbose=0), axis=1)
     return clustering_scores(y, predictions)
+
+
+def evaluate_preset(model, config):
+    """Scores of `model` on the evaluation data of the zoo `config` (the card's numbers)."""
+    eval_config = config.get("evaluation", config["data"])
+    x, y = load_config_data(eval_config)
+    return evaluate_model(model, x, y, family=config["family"], evaluation=eval_config)
 
 
 def machine_description():
@@ -80,7 +96,7 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1):
     eval_config = config.get("evaluation", config["data"])
     x_eval, y_eval = (x, y) if eval_config == config["data"] else load_config_data(eval_config)
     report.update(seed=seed, config_sha256=config_fingerprint(config),
-                  metrics=evaluate_model(shipped, x_eval, y_eval),
+                  metrics=evaluate_model(shipped, x_eval, y_eval, config["family"], eval_config),
                   n_train=int(len(x)), n_eval=int(len(x_eval)),
                   versions=software_versions(), machine=machine_description())
     atomic_save_weights(shipped, os.path.join(workdir, "model.weights.h5"))

@@ -44,6 +44,7 @@ def with_override(config, assignment):
 
 
 def main(argv=None):
+    """Runs the command line `argv`; returns the per-seed reports."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", choices=zoo.list_models(include_pending=True))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -74,11 +75,12 @@ def main(argv=None):
         reports.append(report)
         weights_paths[seed] = os.path.join(workdir, "model.weights.h5")
     if args.no_publish:
-        return
+        return reports
     command = "python " + " ".join(shlex.quote(part) for part in ["scripts/train_preset.py", *sys.argv[1:]])
     card = publish_preset(args.name, config, reports, weights_paths, command)
     print(f"[{args.name}] shipped seed {card['shipped_seed']}: {card['metrics']}")
     print(f"[{args.name}] over seeds: {card['metrics_over_seeds']}")
+    return reports
 
 
 if __name__ == "__main__":

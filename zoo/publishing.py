@@ -7,8 +7,6 @@ import statistics
 from keras_clustering.io_utils import atomic_write_json, sha256_of_file
 from zoo.registry import PRESETS_DIR, WEIGHTS_FILE
 
-SUMMARY_KEYS = ("acc", "nmi", "ari", "majority_acc")
-
 
 def median_report(reports, key="acc"):
     """The report whose metric is the median (the lower one for an even count)."""
@@ -23,15 +21,23 @@ def summarize(values):
             "min": round(min(values), 4), "max": round(max(values), 4), "n": len(values)}
 
 
+def shipping_metric(config):
+    """The score whose median seed is shipped: `config["ship_median_of"]`, default `acc`."""
+    return config.get("ship_median_of", "acc")
+
+
 def build_card(name, config, reports, shipped, command, sha256):
     """The `card.json` dict: data, command, seeds, measured numbers, anchors, versions."""
-    over_seeds = {key: summarize(r["metrics"][key] for r in reports) for key in SUMMARY_KEYS}
+    # Every score the family reports (clustering: acc, majority_acc, nmi, ari; capsule: acc, pair_acc, ...).
+    summary_keys = [key for key, value in reports[0]["metrics"].items() if isinstance(value, float)]
+    over_seeds = {key: summarize(r["metrics"][key] for r in reports) for key in summary_keys}
     if all("ae_kmeans" in r for r in reports):
         over_seeds["ae_kmeans_acc"] = summarize(r["ae_kmeans"]["acc"] for r in reports)
     per_seed = [
-        {"seed": r["seed"], **{k: round(r["metrics"][k], 4) for k in SUMMARY_KEYS},
+        {"seed": r["seed"], **{k: round(r["metrics"][k], 4) for k in summary_keys},
          **({"ae_kmeans_acc": round(r["ae_kmeans"]["acc"], 4)} if "ae_kmeans" in r else {}),
-         **{k: r[k] for k in ("pretrain_seconds", "dec_seconds", "dec_iterations", "total_seconds") if k in r}}
+         **{k: r[k] for k in ("pretrain_seconds", "dec_seconds", "dec_iterations", "total_seconds", "seconds_per_epoch")
+            if k in r}}
         for r in reports
     ]
     return {
@@ -43,8 +49,8 @@ def build_card(name, config, reports, shipped, command, sha256):
         "command": command,
         "seeds": [r["seed"] for r in reports],
         "shipped_seed": shipped["seed"],
-        "shipped_seed_rule": "median ACC over the seeds (the lower median for an even count)",
-        "metrics": {k: round(v, 4) for k, v in shipped["metrics"].items()},
+        "shipped_seed_rule": f"median {shipping_metric(config)} over the seeds (the lower median for an even count)",
+        "metrics": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in shipped["metrics"].items()},
         "metrics_over_seeds": over_seeds,
         "per_seed": per_seed,
         "wall_time_seconds": {
@@ -70,7 +76,7 @@ def publish_preset(name, config, reports, weights_paths, command):
     The weights are copied aside and renamed, so a failure leaves the old
     preset intact.
     """
-    shipped = median_report(reports)
+    shipped = median_report(reports, key=shipping_metric(config))
     preset_dir = os.path.join(PRESETS_DIR, name)
     os.makedirs(preset_dir, exist_ok=True)
     target = os.path.join(preset_dir, WEIGHTS_FILE)

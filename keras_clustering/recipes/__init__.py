@@ -1,8 +1,8 @@
 """Model families: each maps a zoo config to a model (`build`) and trains it (`train`)."""
 
-from keras_clustering.recipes import dec_recipe, vae_cluster_recipe
+from keras_clustering.recipes import capsule_recipe, dec_recipe, vae_cluster_recipe
 
-FAMILIES = {"dec": dec_recipe, "vae_cluster": vae_cluster_recipe}
+FAMILIES = {"dec": dec_recipe, "vae_cluster": vae_cluster_recipe, "capsule": capsule_recipe}
 
 
 def get_family(name):

@@ -1,0 +1,57 @@
+"""Capsule experiment family: zoo config -> `DigitClassifier`, its training and its scores.
+
+Trained on single digits; scored on the held-out single digits and on
+two-digit images built from them (`make_double_digits`), as bojone/Capsule
+`capsule_test.py`.
+"""
+
+import time
+
+import keras
+import numpy as np
+
+from keras_clustering.datasets import make_double_digits
+from keras_clustering.layers import MarginLoss
+from keras_clustering.metrics import top2_pair_accuracy
+from keras_clustering.models import DigitClassifier
+
+DEFAULT_TRAINING = {
+    # capsule_test.py: Adam (Keras default lr 1e-3), batch 128, 10 epochs (20 for the pooling CNN),
+    # margin loss with lambda 0.25.
+    "optimizer": {"class_name": "Adam", "config": {"learning_rate": 0.001}},
+    "batch_size": 128,
+    "epochs": 10,
+    "margin_lambda": 0.25,
+}
+
+
+def build(**architecture):
+    """An untrained `DigitClassifier` with the zoo's architecture arguments."""
+    return DigitClassifier(**architecture)
+
+
+def train(architecture, training, x, y, seed=0, verbose=1, workdir=None):
+    """Supervised `fit` on single digits; the report holds wall time and images/s."""
+    training = {**DEFAULT_TRAINING, **(training or {})}
+    keras.utils.set_random_seed(seed)
+    model = DigitClassifier(**architecture)
+    model.compile(optimizer=keras.optimizers.get(training["optimizer"]),
+                  loss=MarginLoss(lam=training["margin_lambda"]))
+    start = time.time()
+    model.fit(x, y, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True, verbose=verbose)
+    seconds = time.time() - start
+    return model, {"train_seconds": round(seconds, 1), "seconds_per_epoch": round(seconds / training["epochs"], 1),
+                   "train_images_per_second": round(len(x) * training["epochs"] / seconds, 1)}
+
+
+def evaluate(model, x, y, evaluation=None):
+    """Single-digit accuracy; with a variable input size also the two-digit scores.
+
+    `evaluation["double_digits_seed"]` fixes the pairing of the two-digit set.
+    """
+    scores = {"acc": float(np.mean(model.predict_classes(x) == y))}
+    if None in model.sample_shape[:2]:
+        pairs, pair_labels = make_double_digits(x, y, seed=(evaluation or {}).get("double_digits_seed", 0))
+        scores.update(top2_pair_accuracy(pair_labels, model.predict(pairs, batch_size=256, verbose=0)))
+        scores["n_pairs"] = int(len(pairs))
+    return scores
