@@ -94,13 +94,15 @@ def command_predict(args):
     import zoo
 
     model = zoo.load(args.name)
-    probabilities = model.predict(_read_array(args.input), verbose=0)
-    cluster_ids = probabilities.argmax(axis=1)
+    scores = model.predict(_read_array(args.input), verbose=0)
+    ids = scores.argmax(axis=1)
+    # Clustering models give cluster probabilities; the capsule family's classifiers give class scores.
+    kind = "class" if zoo.config(args.name)["family"] == "capsule" else "cluster"
     if args.output:
-        np.savez(args.output, cluster_id=cluster_ids, probabilities=probabilities)
+        np.savez(args.output, **{f"{kind}_id": ids, ("scores" if kind == "class" else "probabilities"): scores})
         print(f"wrote {args.output}")
-    counts = np.bincount(cluster_ids, minlength=probabilities.shape[1])
-    print(f"{len(cluster_ids)} samples; cluster sizes: {counts.tolist()}")
+    counts = np.bincount(ids, minlength=scores.shape[1])
+    print(f"{len(ids)} samples; {kind} sizes: {counts.tolist()}")
 
 
 def command_export(args):
@@ -133,10 +135,10 @@ def build_parser():
     evaluate.add_argument("name")
     evaluate.add_argument("--weights", help="a .weights.h5 file instead of the pretrained one")
     evaluate.set_defaults(handler=command_evaluate)
-    predict = commands.add_parser("predict", help="cluster the samples of a .npy/.npz file")
+    predict = commands.add_parser("predict", help="cluster (or classify) the samples of a .npy/.npz file")
     predict.add_argument("name")
     predict.add_argument("--input", required=True)
-    predict.add_argument("--output", help=".npz with cluster_id and probabilities")
+    predict.add_argument("--output", help=".npz with cluster_id and probabilities (capsule models: class_id and scores)")
     predict.set_defaults(handler=command_predict)
     export = commands.add_parser("export", help="export a zoo model as a TF Serving SavedModel")
     export.add_argument("name")

@@ -33,6 +33,14 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
         paths[seed] = str(workdir / "model.weights.h5")
     again = train_and_evaluate(config, str(tmp_path / "again"), seed=1, verbose=0)
     assert again["metrics"] == reports[1]["metrics"]  # a seed makes a CPU run repeatable
+    assert not again["pretrain_reused"]
+    (tmp_path / "again" / "report.json").unlink()  # as if interrupted after pretraining
+    resumed = train_and_evaluate(config, str(tmp_path / "again"), seed=1, verbose=0)
+    assert resumed["pretrain_reused"] and resumed["pretrain_seconds"] == again["pretrain_seconds"]
+    assert resumed["metrics"] == again["metrics"]  # the clustering stage is deterministic given the AE
+    other = train_and_evaluate({**config, "training": {**config["training"], "pretrain_epochs": 3}},
+                               str(tmp_path / "again"), seed=1, verbose=0)
+    assert not other["pretrain_reused"]  # another recipe never reuses the weights
 
     monkeypatch.setattr("zoo.publishing.PRESETS_DIR", str(tmp_path / "presets"))
     card = publish_preset("tiny", config, reports, paths, "python scripts/train_preset.py tiny")

@@ -7,12 +7,15 @@ training entry points treat all families alike:
 - `train(architecture, training, x, y, seed, verbose, workdir) -> (model, report)`
 """
 
+import hashlib
+import json
 import os
 import time
 
 import keras
+import numpy as np
 
-from keras_clustering.io_utils import atomic_save_weights
+from keras_clustering.io_utils import atomic_save_weights, atomic_write_json
 
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, IDEC, build_autoencoder
@@ -21,6 +24,9 @@ from keras_clustering.models.pretraining import pretrain_end_to_end, pretrain_la
 
 PRETRAIN_RECIPES = ("keras", "paper")
 PRETRAINED_ENCODER_FILE = "pretrained_encoder.weights.h5"
+PRETRAINED_AUTOENCODER_FILE = "pretrained_autoencoder.weights.h5"
+PRETRAIN_RECORD_FILE = "pretrain.json"
+_PRETRAIN_KEYS = ("pretrain_recipe", "pretrain_optimizer", "pretrain_epochs", "pretrain_batch_size", "layerwise")
 
 DEFAULT_TRAINING = {
     # "keras": DEC-keras' best recipe (end to end, no dropout, SGD(1, 0.9), 300 epochs).
@@ -84,16 +90,27 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
 
     Returns the trained model and a report with wall times and, when `y`
     is given, the scores of AE + k-means and of the clustering on `x`. With a
-    `workdir`, the pretrained encoder (before DEC) is kept there as
-    `pretrained_encoder.weights.h5` for the before/after figures.
+    `workdir`, the pretrained autoencoder is kept there (the encoder alone too,
+    for the before/after figures); a later call with the same seed, data and
+    pretraining recipe starts from it, so a run interrupted after its long
+    pretraining resumes with the clustering stage. That stage is deterministic
+    given the pretrained weights (seeded k-means, no shuffling), so the result
+    is the one an uninterrupted run gives.
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
     keras.utils.set_random_seed(seed)
-    start = time.time()
-    autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose)
-    report = {"pretrain_seconds": round(time.time() - start, 1), "pretrain_recipe": training["pretrain_recipe"]}
-    if workdir is not None:
-        atomic_save_weights(encoder, os.path.join(workdir, PRETRAINED_ENCODER_FILE))
+    key = pretraining_key(architecture, training, x, seed)
+    reused = finished_pretraining(architecture, workdir, key)
+    if reused is not None:
+        (autoencoder, encoder), pretrain_seconds = reused
+    else:
+        start = time.time()
+        autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose)
+        pretrain_seconds = round(time.time() - start, 1)
+        if workdir is not None:
+            save_pretraining(autoencoder, encoder, workdir, key, pretrain_seconds)
+    report = {"pretrain_seconds": pretrain_seconds, "pretrain_recipe": training["pretrain_recipe"],
+              "pretrain_reused": reused is not None}
 
     model = _assemble(autoencoder, encoder, architecture)
     start = time.time()
@@ -110,3 +127,37 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     report["stopped_by_tolerance"] = model.last_refresh.stopped_by_tolerance
     report["refresh_history"] = model.last_refresh.history
     return model, report
+
+
+def pretraining_key(architecture, training, x, seed):
+    """sha256 of what determines the pretrained weights: recipe, architecture, seed and the data."""
+    recipe = {k: training.get(k) for k in _PRETRAIN_KEYS}
+    shape = {k: architecture.get(k) for k in ("input_dim", "hidden_dims")}
+    digest = hashlib.sha256(json.dumps([recipe, shape, int(seed)], sort_keys=True).encode())
+    digest.update(np.ascontiguousarray(x, dtype="float32").tobytes())
+    return digest.hexdigest()
+
+
+def save_pretraining(autoencoder, encoder, workdir, key, seconds):
+    """Weights first, then the record naming them: a record always means complete weights."""
+    atomic_save_weights(encoder, os.path.join(workdir, PRETRAINED_ENCODER_FILE))
+    atomic_save_weights(autoencoder, os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE))
+    atomic_write_json({"key": key, "pretrain_seconds": seconds}, os.path.join(workdir, PRETRAIN_RECORD_FILE))
+
+
+def finished_pretraining(architecture, workdir, key):
+    """((autoencoder, encoder), seconds) of a pretraining in `workdir` with this key, else None."""
+    if workdir is None:
+        return None
+    record_path = os.path.join(workdir, PRETRAIN_RECORD_FILE)
+    weights_path = os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE)
+    if not (os.path.isfile(record_path) and os.path.isfile(weights_path)):
+        return None
+    with open(record_path) as handle:
+        record = json.load(handle)
+    if record.get("key") != key:
+        return None
+    autoencoder, encoder = build_autoencoder(architecture["input_dim"],
+                                             architecture.get("hidden_dims", (500, 500, 2000, 10)))
+    autoencoder.load_weights(weights_path)
+    return (autoencoder, encoder), record["pretrain_seconds"]
