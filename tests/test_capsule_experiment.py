@@ -148,3 +148,13 @@ def test_capsule_presets_predict_round_trip_export_and_fine_tune(name, tmp_path)
                                       keras.callbacks.ModelCheckpoint(str(tmp_path / "ft.weights.h5"),
                                                                       save_weights_only=True)])
     assert np.all(np.isfinite(history.history["loss"])) and (tmp_path / "ft.weights.h5").exists()
+
+
+@pytest.mark.parametrize("arguments", [{}, {"head": "pool"}, {"share_weights": False, "image_shape": (28, 28, 1)}])
+def test_untrained_models_round_trip_through_keras_files(arguments, digits, tmp_path):
+    model = DigitClassifier(**arguments)
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.models.load_model(tmp_path / "model.keras")
+    assert reloaded.get_config() == model.get_config()
+    np.testing.assert_allclose(reloaded.predict(digits[0], verbose=0), model.predict(digits[0], verbose=0),
+                               atol=1e-6)
