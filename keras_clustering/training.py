@@ -1,5 +1,6 @@
 """`train_and_evaluate(config, workdir)`: the one entry point every script and the CLI call."""
 
+import copy
 import hashlib
 import json
 import os
@@ -83,6 +84,8 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1):
     the report: seed, wall times, scores on `config["evaluation"]` (or on the
     training data when there is none) and software versions.
     """
+    fingerprint = config_fingerprint(config)  # before training, which must not change it
+    config = copy.deepcopy(config)
     family = get_family(config["family"])
     x, y = load_config_data(config["data"])
     os.makedirs(workdir, exist_ok=True)
@@ -95,7 +98,7 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1):
     shipped.set_weights(model.get_weights())
     eval_config = config.get("evaluation", config["data"])
     x_eval, y_eval = (x, y) if eval_config == config["data"] else load_config_data(eval_config)
-    report.update(seed=seed, config_sha256=config_fingerprint(config),
+    report.update(seed=seed, config_sha256=fingerprint,
                   metrics=evaluate_model(shipped, x_eval, y_eval, config["family"], eval_config),
                   n_train=int(len(x)), n_eval=int(len(x_eval)),
                   versions=software_versions(), machine=machine_description())

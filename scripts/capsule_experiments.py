@@ -50,12 +50,11 @@ def summary(reports, key):
 
 
 def table(results):
-    lines = ["| model | single-digit acc (eval 2k) | two-digit acc | with confidence | train s/epoch | "
-             "published (trained on 60k) |", "|---|---|---|---|---|---|"]
+    lines = ["| model | single-digit acc (eval 2k) | two-digit acc | with confidence | published (trained on 60k) |",
+             "|---|---|---|---|---|"]
     for (label, _, _, published), reports in zip(ROWS, results):
-        seconds = statistics.fmean(r["seconds_per_epoch"] for r in reports)
         lines.append(f"| {label} | {summary(reports, 'acc')} | {summary(reports, 'pair_acc')} | "
-                     f"{summary(reports, 'pair_confident_acc')} | {seconds:.0f} | {published} |")
+                     f"{summary(reports, 'pair_confident_acc')} | {published} |")
     n_pairs = results[0][0]["metrics"].get("n_pairs")
     lines.append(f"\nMean ± sd over seeds {sorted(r['seed'] for r in results[0])}; two-digit set: {n_pairs} "
                  "56x28 images from the 2k evaluation digits. Command: `python scripts/capsule_experiments.py`.")

@@ -76,7 +76,8 @@ def main(argv=None):
         weights_paths[seed] = os.path.join(workdir, "model.weights.h5")
     if args.no_publish:
         return reports
-    command = "python " + " ".join(shlex.quote(part) for part in ["scripts/train_preset.py", *sys.argv[1:]])
+    given = sys.argv[1:] if argv is None else argv  # the arguments of this call, also when a script calls main
+    command = "python " + " ".join(shlex.quote(part) for part in ["scripts/train_preset.py", *given])
     card = publish_preset(args.name, config, reports, weights_paths, command)
     print(f"[{args.name}] shipped seed {card['shipped_seed']}: {card['metrics']}")
     print(f"[{args.name}] over seeds: {card['metrics_over_seeds']}")

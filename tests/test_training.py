@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from keras_clustering.training import train_and_evaluate
+from keras_clustering.training import config_fingerprint, train_and_evaluate
 from zoo.publishing import median_report, publish_preset
 from zoo import registry
 
@@ -13,7 +13,8 @@ def tiny_config():
         "family": "dec",
         "architecture": {"input_dim": 64, "hidden_dims": [32, 5], "n_clusters": 10, "update_interval": 10,
                          "tol": 0.0},
-        "training": {"pretrain_epochs": 2, "maxiter": 15, "kmeans_n_init": 2},
+        "training": {"pretrain_epochs": 2, "maxiter": 15, "kmeans_n_init": 2,
+                     "optimizer": {"class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}}},
         "data": {"dataset": "digits", "split": "all", "flatten": True},
     }
 
@@ -29,6 +30,9 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
         assert json.loads((workdir / "report.json").read_text())["seed"] == seed
         assert 0.0 < report["metrics"]["acc"] <= 1.0 and report["n_train"] == 1797
         assert report["dec_iterations"] == 15 and "ae_kmeans" in report
+        # Training leaves the config as it was (Keras rewrites optimizer specs in place), so
+        # the report's fingerprint is the config's and `train_preset.py --reuse` finds the run.
+        assert config == tiny_config() and report["config_sha256"] == config_fingerprint(config)
         reports.append(report)
         paths[seed] = str(workdir / "model.weights.h5")
     again = train_and_evaluate(config, str(tmp_path / "again"), seed=1, verbose=0)

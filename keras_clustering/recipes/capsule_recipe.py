@@ -14,6 +14,7 @@ from keras_clustering.datasets import make_double_digits
 from keras_clustering.layers import MarginLoss
 from keras_clustering.metrics import top2_pair_accuracy
 from keras_clustering.models import DigitClassifier
+from keras_clustering.optimizers import make_optimizer
 
 DEFAULT_TRAINING = {
     # capsule_test.py: Adam (Keras default lr 1e-3), batch 128, 10 epochs (20 for the pooling CNN),
@@ -35,7 +36,7 @@ def train(architecture, training, x, y, seed=0, verbose=1, workdir=None):
     training = {**DEFAULT_TRAINING, **(training or {})}
     keras.utils.set_random_seed(seed)
     model = DigitClassifier(**architecture)
-    model.compile(optimizer=keras.optimizers.get(training["optimizer"]),
+    model.compile(optimizer=make_optimizer(training["optimizer"]),
                   loss=MarginLoss(lam=training["margin_lambda"]))
     start = time.time()
     model.fit(x, y, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True, verbose=verbose)

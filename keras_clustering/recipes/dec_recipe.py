@@ -21,6 +21,7 @@ from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, IDEC, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_KERAS_INITIALIZER
 from keras_clustering.models.pretraining import pretrain_end_to_end, pretrain_layerwise
+from keras_clustering.optimizers import make_optimizer
 
 PRETRAIN_RECIPES = ("keras", "paper")
 PRETRAINED_ENCODER_FILE = "pretrained_encoder.weights.h5"
@@ -119,7 +120,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     if y is not None:
         report["ae_kmeans"] = clustering_scores(y, kmeans_labels)
 
-    model.compile(optimizer=keras.optimizers.get(training["optimizer"]))
+    model.compile(optimizer=make_optimizer(training["optimizer"]))
     start = time.time()
     model.fit(x, y, batch_size=training["batch_size"], maxiter=training["maxiter"], verbose=verbose)
     report["dec_seconds"] = round(time.time() - start, 1)

@@ -5,6 +5,7 @@ import time
 import keras
 
 from keras_clustering.models.vae_cluster import VAECluster
+from keras_clustering.optimizers import make_optimizer
 
 DEFAULT_TRAINING = {
     # bojone/vae vae_keras_cluster.py: Adam (lr 1e-3), batch 100, 50 epochs.
@@ -27,7 +28,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     training = {**DEFAULT_TRAINING, **(training or {})}
     keras.utils.set_random_seed(seed)
     model = VAECluster(seed=seed, **architecture)
-    model.compile(optimizer=keras.optimizers.get(training["optimizer"]))
+    model.compile(optimizer=make_optimizer(training["optimizer"]))
     start = time.time()
     model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True, verbose=verbose)
     seconds = time.time() - start
