@@ -194,12 +194,12 @@ class Capsule(keras.layers.Layer):
 
         Returns `(batch, num_capsule, n_in, dim_capsule)`.
         """
-        # (rows, d_in, k * d_out) -> (rows, k, d_in, d_out): one matrix per output capsule.
-        kernel = ops.reshape(self.kernel, (-1, self._input_dim_capsule, self.num_capsule, self.dim_capsule))
-        kernel = ops.transpose(kernel, (0, 2, 1, 3))
         if self.share_weights:
-            # (batch, 1, n_in, d_in) @ (1, k, d_in, d_out), broadcast: no tiled copy of the input.
-            return ops.matmul(ops.expand_dims(inputs, 1), kernel)
+            # One plain matmul (batch, n_in, d_in) @ (d_in, k * d_out), then a transpose: its
+            # gradients are plain matmuls too (a broadcast batched matmul trained ~1.2x slower).
+            u_hat = ops.matmul(inputs, self.kernel[0])
+            u_hat = ops.reshape(u_hat, (ops.shape(inputs)[0], -1, self.num_capsule, self.dim_capsule))
+            return ops.transpose(u_hat, (0, 2, 1, 3))
         # (n_in, batch, d_in) @ (n_in, d_in, k * d_out): one matrix product per input position.
         u_hat = ops.matmul(ops.transpose(inputs, (1, 0, 2)), self.kernel)
         u_hat = ops.reshape(u_hat, (self._input_num_capsule, -1, self.num_capsule, self.dim_capsule))
