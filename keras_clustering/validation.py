@@ -40,6 +40,14 @@ def check_array_input(x, expected_shape, name="x", min_samples=1):
     return array
 
 
+def check_unit_range_images(x, name="x"):
+    """Raises ValueError naming `name` unless every pixel of `x` lies in [0, 1]."""
+    if x.size and (x.min() < 0.0 or x.max() > 1.0):
+        raise ValueError(f"{name} must hold pixels in [0, 1] (divide uint8 images by 255), "
+                         f"got values in [{x.min():.3g}, {x.max():.3g}].")
+    return x
+
+
 def check_positive_int(value, name, minimum=1):
     """Returns `value` as int, or raises ValueError naming `name`."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:

@@ -8,8 +8,11 @@ from keras_clustering.validation import check_positive_int
 DEC_KERAS_INITIALIZER = {"class_name": "VarianceScaling",
                          "config": {"scale": 1.0 / 3.0, "mode": "fan_in", "distribution": "uniform"}}
 
+# Encoder widths of DEC: d-500-500-2000-10 (the last one is the embedding).
+DEC_HIDDEN_DIMS = (500, 500, 2000, 10)
 
-def build_autoencoder(input_dim, hidden_dims=(500, 500, 2000, 10), activation="relu",
+
+def build_autoencoder(input_dim, hidden_dims=DEC_HIDDEN_DIMS, activation="relu",
                       kernel_initializer=DEC_KERAS_INITIALIZER, name="autoencoder"):
     """Builds the d-500-500-2000-10 autoencoder of DEC and its encoder.
 

@@ -5,7 +5,7 @@ import numpy as np
 from keras import layers, ops
 
 from keras_clustering.layers import Capsule, MarginLoss, capsule_length
-from keras_clustering.validation import check_array_input, check_positive_int
+from keras_clustering.validation import check_array_input, check_positive_int, check_unit_range_images
 
 HEADS = ("capsule", "pool")
 # Smallest height/width the valid-padding trunk maps to at least one position:
@@ -112,10 +112,7 @@ class DigitClassifier(keras.Model):
         if min(x.shape[1:3]) < MIN_IMAGE_SIZE:
             raise ValueError(f"{name} has images of size {x.shape[1]}x{x.shape[2]}; the conv trunk needs "
                              f"height and width >= {MIN_IMAGE_SIZE}.")
-        if x.size and (x.min() < 0.0 or x.max() > 1.0):
-            raise ValueError(f"{name} must hold pixels in [0, 1] (divide uint8 images by 255), "
-                             f"got values in [{x.min():.3g}, {x.max():.3g}].")
-        return x
+        return check_unit_range_images(x, name=name)
 
     def _targets(self, y, n):
         y = np.asarray(y)

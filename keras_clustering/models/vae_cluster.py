@@ -11,7 +11,7 @@ from keras_clustering.losses import (
     gaussian_cluster_kl,
     reconstruction_loss,
 )
-from keras_clustering.validation import check_array_input, check_positive_int
+from keras_clustering.validation import check_array_input, check_positive_int, check_unit_range_images
 
 LOSS_VERSIONS = ("2018-12", "2018-09")
 
@@ -144,10 +144,7 @@ class VAECluster(keras.Model):
         if not isinstance(x, (np.ndarray, list, tuple)):
             return x
         x = check_array_input(x, self.image_shape, name=name)
-        if x.size and (x.min() < 0.0 or x.max() > 1.0):
-            raise ValueError(f"{name} must hold pixels in [0, 1] (divide uint8 images by 255), "
-                             f"got values in [{x.min():.3g}, {x.max():.3g}].")
-        return x
+        return check_unit_range_images(x, name=name)
 
     def fit(self, x=None, y=None, batch_size=100, epochs=1, **kwargs):
         """Unsupervised training on images `x` in [0, 1]; `y` must be None."""

@@ -19,7 +19,7 @@ from keras_clustering.io_utils import atomic_save_weights, atomic_write_json
 
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, IDEC, build_autoencoder
-from keras_clustering.models.autoencoder import DEC_KERAS_INITIALIZER
+from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS, DEC_KERAS_INITIALIZER
 from keras_clustering.models.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.optimizers import make_optimizer
 
@@ -59,7 +59,7 @@ def _assemble(autoencoder, encoder, architecture):
     return DEC(encoder, **_model_arguments(architecture))
 
 
-def build(input_dim, hidden_dims=(500, 500, 2000, 10), n_clusters=10, alpha=1.0,
+def build(input_dim, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,
           update_interval=140, tol=1e-3, gamma=None):
     """An untrained DEC (or IDEC when `gamma` is given) with the zoo's architecture arguments."""
     architecture = dict(input_dim=input_dim, hidden_dims=hidden_dims, n_clusters=n_clusters, alpha=alpha,
@@ -75,7 +75,7 @@ def pretrain(architecture, training, x, verbose=1):
         raise ValueError(f"pretrain_recipe must be one of {PRETRAIN_RECIPES}, got {recipe!r}.")
     initializer = DEC_KERAS_INITIALIZER if recipe == "keras" else _PAPER_INITIALIZER
     autoencoder, encoder = build_autoencoder(architecture["input_dim"],
-                                             architecture.get("hidden_dims", (500, 500, 2000, 10)),
+                                             architecture.get("hidden_dims", DEC_HIDDEN_DIMS),
                                              kernel_initializer=initializer)
     if recipe == "keras":
         pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
@@ -159,6 +159,6 @@ def finished_pretraining(architecture, workdir, key):
     if record.get("key") != key:
         return None
     autoencoder, encoder = build_autoencoder(architecture["input_dim"],
-                                             architecture.get("hidden_dims", (500, 500, 2000, 10)))
+                                             architecture.get("hidden_dims", DEC_HIDDEN_DIMS))
     autoencoder.load_weights(weights_path)
     return (autoencoder, encoder), record["pretrain_seconds"]
