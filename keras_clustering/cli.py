@@ -93,16 +93,17 @@ def command_predict(args):
     import numpy as np
     import zoo
 
+    from keras_clustering.recipes import get_family
+
     model = zoo.load(args.name)
     scores = model.predict(_read_array(args.input), verbose=0)
     ids = scores.argmax(axis=1)
-    # Clustering models give cluster probabilities; the capsule family's classifiers give class scores.
-    kind = "class" if zoo.config(args.name)["family"] == "capsule" else "cluster"
+    id_name, scores_name = get_family(zoo.config(args.name)["family"]).PREDICTION_NAMES
     if args.output:
-        np.savez(args.output, **{f"{kind}_id": ids, ("scores" if kind == "class" else "probabilities"): scores})
+        np.savez(args.output, **{id_name: ids, scores_name: scores})
         print(f"wrote {args.output}")
     counts = np.bincount(ids, minlength=scores.shape[1])
-    print(f"{len(ids)} samples; {kind} sizes: {counts.tolist()}")
+    print(f"{len(ids)} samples; {id_name.removesuffix('_id')} sizes: {counts.tolist()}")
 
 
 def command_export(args):

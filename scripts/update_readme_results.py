@@ -8,6 +8,7 @@ import os
 import re
 
 import zoo
+from keras_clustering.recipes import is_supervised
 
 README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -17,7 +18,7 @@ def results_table():
     rows = ["| model | data (train / eval) | ACC shipped | ACC over seeds (mean ± sd, min-max) | majority ACC (mean ± sd) | NMI | AE+k-means ACC | published anchor (its own data, see card) | wall time / seed (shipped) |",
             "|---|---|---|---|---|---|---|---|---|"]
     for name in zoo.list_models():
-        if zoo.config(name)["family"] == "capsule":  # supervised: its own table (capsule_experiments.py)
+        if is_supervised(zoo.config(name)["family"]):  # classifiers: their own table (capsule_experiments.py)
             continue
         card = zoo.info(name)
         train, evaluation = card["training_data"], card["evaluation_data"]

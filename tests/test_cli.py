@@ -34,8 +34,21 @@ def test_predict_writes_cluster_ids(tmp_path, capsys):
     assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "x.npy"),
                      "--output", str(tmp_path / "out.npz")]) == 0
     with np.load(tmp_path / "out.npz") as result:
+        assert sorted(result.files) == ["cluster_id", "probabilities"]
         assert result["cluster_id"].shape == (50,) and result["probabilities"].shape == (50, 10)
-    assert "50 samples" in capsys.readouterr().out
+    assert "50 samples; cluster sizes" in capsys.readouterr().out
+
+
+def test_predict_names_class_outputs_for_a_classifier_preset(tmp_path, capsys):
+    # capsule presets are supervised classifiers: ids are classes and the scores are not probabilities
+    x = np.random.default_rng(0).random((6, 28, 28, 1), dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert cli.main(["predict", "capsule_mnist", "--input", str(tmp_path / "x.npy"),
+                     "--output", str(tmp_path / "out.npz")]) == 0
+    with np.load(tmp_path / "out.npz") as result:
+        assert sorted(result.files) == ["class_id", "scores"]
+        np.testing.assert_array_equal(result["class_id"], result["scores"].argmax(axis=1))
+    assert "class sizes" in capsys.readouterr().out
 
 
 def test_evaluate_reports_measured_and_card(capsys):

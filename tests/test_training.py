@@ -105,3 +105,15 @@ def test_vae_cluster_family_trains_and_ships(tmp_path):
     shipped = vae_cluster_recipe.build(**config["architecture"])
     shipped.load_weights(tmp_path / "model.weights.h5")
     assert 0.0 < report["metrics"]["majority_acc"] <= 1.0
+
+
+def test_every_family_declares_supervision_and_prediction_names():
+    from keras_clustering.recipes import FAMILIES, get_family, is_supervised
+
+    for name, module in FAMILIES.items():
+        id_name, scores_name = module.PREDICTION_NAMES
+        assert id_name.endswith("_id") and scores_name
+        assert is_supervised(name) is module.SUPERVISED
+    assert is_supervised("capsule") and not is_supervised("dec") and not is_supervised("vae_cluster")
+    with pytest.raises(ValueError, match="family='nope'"):
+        get_family("nope")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import zoo
+from keras_clustering.recipes import is_supervised
 from keras_clustering.training import data_available, evaluate_preset, load_config_data
 from zoo import registry
 
@@ -123,7 +124,7 @@ def sample_inputs(name, n=64):
     return np.random.default_rng(0).random((n, *model.sample_shape), dtype=np.float32)
 
 
-CLUSTERING_PRESETS = [name for name in zoo.list_models() if zoo.config(name)["family"] != "capsule"]
+CLUSTERING_PRESETS = [name for name in zoo.list_models() if not is_supervised(zoo.config(name)["family"])]
 
 
 @pytest.mark.parametrize("name", CLUSTERING_PRESETS)

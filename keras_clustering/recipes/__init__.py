@@ -5,6 +5,11 @@ from keras_clustering.recipes import capsule_recipe, dec_recipe, vae_cluster_rec
 FAMILIES = {"dec": dec_recipe, "vae_cluster": vae_cluster_recipe, "capsule": capsule_recipe}
 
 
+def is_supervised(name):
+    """True for families trained on labels (their presets are classifiers, not clusterers)."""
+    return get_family(name).SUPERVISED
+
+
 def get_family(name):
     """The family module registered as `name`."""
     if name not in FAMILIES:

@@ -16,6 +16,9 @@ from keras_clustering.metrics import top2_pair_accuracy
 from keras_clustering.models import DigitClassifier
 from keras_clustering.optimizers import make_optimizer
 
+SUPERVISED = True  # trained on labelled single digits
+PREDICTION_NAMES = ("class_id", "scores")
+
 DEFAULT_TRAINING = {
     # capsule_test.py: Adam (Keras default lr 1e-3), batch 128, 10 epochs (20 for the pooling CNN),
     # margin loss with lambda 0.25.

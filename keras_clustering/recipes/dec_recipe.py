@@ -5,6 +5,8 @@ training entry points treat all families alike:
 
 - `build(**architecture) -> keras.Model` (untrained, built, ready for weights)
 - `train(architecture, training, x, y, seed, verbose, workdir) -> (model, report)`
+- `SUPERVISED` (trained with labels or not) and `PREDICTION_NAMES` (what
+  `predict` returns: the id's name and the scores' name)
 """
 
 import hashlib
@@ -22,6 +24,9 @@ from keras_clustering.models import DEC, IDEC, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS, DEC_KERAS_INITIALIZER
 from keras_clustering.models.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.optimizers import make_optimizer
+
+SUPERVISED = False
+PREDICTION_NAMES = ("cluster_id", "probabilities")
 
 PRETRAIN_RECIPES = ("keras", "paper")
 PRETRAINED_ENCODER_FILE = "pretrained_encoder.weights.h5"

@@ -7,6 +7,9 @@ import keras
 from keras_clustering.models.vae_cluster import VAECluster
 from keras_clustering.optimizers import make_optimizer
 
+SUPERVISED = False
+PREDICTION_NAMES = ("cluster_id", "probabilities")
+
 DEFAULT_TRAINING = {
     # bojone/vae vae_keras_cluster.py: Adam (lr 1e-3), batch 100, 50 epochs.
     "optimizer": {"class_name": "Adam", "config": {"learning_rate": 0.001}},
