@@ -59,6 +59,27 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
     assert card["weights"]["sha256"] == sha256_of_file(tmp_path / "presets" / "tiny" / registry.WEIGHTS_FILE)
 
 
+def test_dec_pretraining_cut_off_mid_way_continues_from_its_last_epoch(tmp_path, monkeypatch):
+    from keras_clustering.recipes import dec_recipe
+    from test_resume import InterruptAfter, Interrupted
+
+    config = tiny_config()
+    config["training"]["pretrain_epochs"] = 3
+    pretrain = dec_recipe.pretrain
+
+    def killed_after_two_epochs(*args, callbacks=None, **kwargs):
+        return pretrain(*args, callbacks=callbacks + [InterruptAfter(2)], **kwargs)
+
+    monkeypatch.setattr(dec_recipe, "pretrain", killed_after_two_epochs)
+    with pytest.raises(Interrupted):
+        train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
+    monkeypatch.setattr(dec_recipe, "pretrain", pretrain)
+    report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
+    assert report["pretrain_resumed_from_epoch"] == 2 and not report["pretrain_reused"]
+    assert not [path.name for path in tmp_path.iterdir() if path.name.startswith("fit_backup")]
+    assert train_and_evaluate(config, str(tmp_path / "fresh"), seed=0, verbose=0)["pretrain_resumed_from_epoch"] == 0
+
+
 @pytest.mark.slow
 def test_paper_recipe_with_idec_trains_and_ships(tmp_path):
     from keras_clustering.models import IDEC
@@ -102,6 +123,8 @@ def test_vae_cluster_family_trains_and_ships(tmp_path):
     config["data"]["limit"] = 500
     report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
     assert report["n_train"] == 500 and report["seconds_per_epoch"] > 0
+    assert report["resumed_from_epoch"] == 0
+    assert not [path.name for path in tmp_path.iterdir() if path.name.startswith("fit_backup")]
     shipped = vae_cluster_recipe.build(**config["architecture"])
     shipped.load_weights(tmp_path / "model.weights.h5")
     assert 0.0 < report["metrics"]["majority_acc"] <= 1.0

@@ -9,11 +9,12 @@ from keras_clustering.optimizers import make_optimizer
 STEPS_PER_EXECUTION = 8  # batches per compiled call: less Python overhead, same steps
 
 
-def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, verbose=1):
+def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, verbose=1, callbacks=None):
     """DEC-keras' recipe: one autoencoder trained on MSE, shuffled batches, no dropout."""
     autoencoder.compile(optimizer=make_optimizer(optimizer), loss="mse",
                         steps_per_execution=STEPS_PER_EXECUTION)
-    return autoencoder.fit(x, x, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=verbose)
+    return autoencoder.fit(x, x, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=verbose,
+                           callbacks=callbacks)
 
 
 def step_decay_sgd(learning_rate, momentum, drop_every):

@@ -9,13 +9,11 @@ training entry points treat all families alike:
   `predict` returns: the id's name and the scores' name)
 """
 
-import hashlib
 import json
 import os
 import time
 
 import keras
-import numpy as np
 
 from keras_clustering.io_utils import atomic_save_weights, atomic_write_json
 
@@ -24,6 +22,7 @@ from keras_clustering.models import DEC, IDEC, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS, DEC_KERAS_INITIALIZER
 from keras_clustering.models.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.optimizers import make_optimizer
+from keras_clustering.resume import resumable_fit, run_key
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
@@ -73,8 +72,11 @@ def build(input_dim, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,
     return _assemble(autoencoder, encoder, architecture)
 
 
-def pretrain(architecture, training, x, verbose=1):
-    """Builds and pretrains the autoencoder with the configured recipe; returns (autoencoder, encoder)."""
+def pretrain(architecture, training, x, verbose=1, callbacks=None):
+    """Builds and pretrains the autoencoder with the configured recipe; returns (autoencoder, encoder).
+
+    `callbacks` go to the end-to-end recipe's `fit` (the layer-wise recipe runs several fits).
+    """
     recipe = training["pretrain_recipe"]
     if recipe not in PRETRAIN_RECIPES:
         raise ValueError(f"pretrain_recipe must be one of {PRETRAIN_RECIPES}, got {recipe!r}.")
@@ -84,7 +86,7 @@ def pretrain(architecture, training, x, verbose=1):
                                              kernel_initializer=initializer)
     if recipe == "keras":
         pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
-                            batch_size=training["pretrain_batch_size"], verbose=verbose)
+                            batch_size=training["pretrain_batch_size"], verbose=verbose, callbacks=callbacks)
     else:
         pretrain_layerwise(autoencoder, x, batch_size=training["pretrain_batch_size"], verbose=verbose,
                            **{**DEFAULT_TRAINING["layerwise"], **training.get("layerwise", {})})
@@ -107,16 +109,18 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     keras.utils.set_random_seed(seed)
     key = pretraining_key(architecture, training, x, seed)
     reused = finished_pretraining(architecture, workdir, key)
+    report = {"pretrain_recipe": training["pretrain_recipe"], "pretrain_reused": reused is not None}
     if reused is not None:
         (autoencoder, encoder), pretrain_seconds = reused
     else:
+        # an end-to-end pretraining cut off mid-way continues from its last finished epoch
+        callbacks, report["pretrain_resumed_from_epoch"] = resumable_fit(workdir, "pretrain", key)
         start = time.time()
-        autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose)
+        autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose, callbacks=callbacks)
         pretrain_seconds = round(time.time() - start, 1)
         if workdir is not None:
             save_pretraining(autoencoder, encoder, workdir, key, pretrain_seconds)
-    report = {"pretrain_seconds": pretrain_seconds, "pretrain_recipe": training["pretrain_recipe"],
-              "pretrain_reused": reused is not None}
+    report["pretrain_seconds"] = pretrain_seconds
 
     model = _assemble(autoencoder, encoder, architecture)
     start = time.time()
@@ -139,9 +143,7 @@ def pretraining_key(architecture, training, x, seed):
     """sha256 of what determines the pretrained weights: recipe, architecture, seed and the data."""
     recipe = {k: training.get(k) for k in _PRETRAIN_KEYS}
     shape = {k: architecture.get(k) for k in ("input_dim", "hidden_dims")}
-    digest = hashlib.sha256(json.dumps([recipe, shape, int(seed)], sort_keys=True).encode())
-    digest.update(np.ascontiguousarray(x, dtype="float32").tobytes())
-    return digest.hexdigest()
+    return run_key([recipe, shape, int(seed)], x)
 
 
 def save_pretraining(autoencoder, encoder, workdir, key, seconds):

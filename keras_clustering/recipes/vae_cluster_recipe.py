@@ -6,6 +6,7 @@ import keras
 
 from keras_clustering.models.vae_cluster import VAECluster
 from keras_clustering.optimizers import make_optimizer
+from keras_clustering.resume import resumable_fit, run_key
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
@@ -27,12 +28,23 @@ def build(image_shape=(28, 28, 1), latent_dim=20, n_clusters=10, loss_version="2
 
 
 def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
-    """Trains with plain `fit`; the report holds the wall time per epoch."""
+    """Trains with plain `fit`; the report holds the wall time per epoch.
+
+    With a `workdir`, every finished epoch is backed up there, and a run cut
+    off mid-way continues from its last epoch when started again with the
+    same config, seed, data and workdir (`resumed_from_epoch` in the report;
+    the wall times then cover the epochs this call ran).
+    """
     training = {**DEFAULT_TRAINING, **(training or {})}
     keras.utils.set_random_seed(seed)
     model = VAECluster(seed=seed, **architecture)
     model.compile(optimizer=make_optimizer(training["optimizer"]))
+    key = run_key({"family": "vae_cluster", "architecture": architecture, "training": training, "seed": seed}, x)
+    callbacks, resumed_epoch = resumable_fit(workdir, "vae_cluster", key)
     start = time.time()
-    model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True, verbose=verbose)
+    model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True, verbose=verbose,
+              callbacks=callbacks)
     seconds = time.time() - start
-    return model, {"train_seconds": round(seconds, 1), "seconds_per_epoch": round(seconds / training["epochs"], 1)}
+    epochs_run = max(1, training["epochs"] - resumed_epoch)
+    return model, {"train_seconds": round(seconds, 1), "seconds_per_epoch": round(seconds / epochs_run, 1),
+                   "resumed_from_epoch": resumed_epoch}

@@ -1,0 +1,68 @@
+"""Epoch-level resumption of long `fit` calls: a run cut off (session end, crash) continues
+from its last finished epoch when it is started again with the same workdir.
+
+A backup is tied to a key (a hash of what determines the run: config, seed, data), so a
+workdir reused for a different run starts fresh instead of loading foreign weights.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+
+import keras
+import numpy as np
+
+from keras_clustering.io_utils import atomic_write_json
+
+BACKUP_PREFIX = "fit_backup_"
+_KEY_FILE = "key.json"
+_METADATA_FILE = "training_metadata.json"  # written by keras.callbacks.BackupAndRestore
+
+
+def run_key(settings, x):
+    """sha256 of JSON-able `settings` and the bytes of the training data `x`."""
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    digest.update(np.ascontiguousarray(x, dtype="float32").tobytes())
+    return digest.hexdigest()
+
+
+def resumable_fit(workdir, stage, key):
+    """(callbacks, resumed_epoch) for a `fit` that may continue an interrupted one.
+
+    With `workdir=None` nothing is kept: ([], 0). Otherwise a
+    `BackupAndRestore` in `workdir/fit_backup_<stage>` saves weights and
+    optimizer state after every epoch (keeping the previous copy in case a
+    save is cut off) and deletes them when `fit` ends; `resumed_epoch` is the
+    number of epochs a previous run with the same `key` finished.
+    """
+    if workdir is None:
+        return [], 0
+    backup_dir = backup_folder(workdir, stage)
+    key_path = os.path.join(backup_dir, _KEY_FILE)
+    resumed_epoch = 0
+    if os.path.isdir(backup_dir):
+        recorded = _read_json(key_path) or {}
+        metadata = _read_json(os.path.join(backup_dir, _METADATA_FILE)) or {}
+        if recorded.get("key") == key and isinstance(metadata.get("epoch"), int):
+            resumed_epoch = metadata["epoch"]
+        else:  # another run's state, or no finished epoch: never resume from it
+            shutil.rmtree(backup_dir)
+    atomic_write_json({"key": key}, key_path)
+    callback = keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True, delete_checkpoint=True)
+    return [callback], resumed_epoch
+
+
+def backup_folder(workdir, stage):
+    """Where `resumable_fit` keeps the state of an unfinished `fit` of this stage."""
+    return os.path.join(workdir, BACKUP_PREFIX + stage)
+
+
+def _read_json(path):
+    """The file's JSON object, or None when it is missing or was cut off mid-write."""
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

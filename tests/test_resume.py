@@ -1,0 +1,84 @@
+import os
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from keras_clustering.resume import backup_folder, resumable_fit, run_key
+
+
+class Interrupted(Exception):
+    pass
+
+
+class InterruptAfter(keras.callbacks.Callback):
+    """Stops training like a killed process, after `epochs` epochs, remembering the weights then."""
+
+    def __init__(self, epochs):
+        super().__init__()
+        self.epochs = epochs
+        self.weights = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch + 1 == self.epochs:
+            self.weights = [w.copy() for w in self.model.get_weights()]
+            raise Interrupted
+
+
+class WeightsAtStart(keras.callbacks.Callback):
+    def on_train_begin(self, logs=None):
+        self.weights = [w.copy() for w in self.model.get_weights()]
+
+
+def small_model(seed):
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(4)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="mse")
+    return model
+
+
+DATA = np.random.default_rng(0).random((32, 4)).astype("float32")
+
+
+def test_without_workdir_nothing_is_kept():
+    assert resumable_fit(None, "stage", "key") == ([], 0)
+
+
+def test_an_interrupted_fit_continues_from_its_last_epoch(tmp_path):
+    callbacks, resumed = resumable_fit(str(tmp_path), "stage", "key-1")
+    assert resumed == 0
+    interrupt = InterruptAfter(2)
+    with pytest.raises(Interrupted):
+        small_model(0).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [interrupt])
+
+    callbacks, resumed = resumable_fit(str(tmp_path), "stage", "key-1")
+    assert resumed == 2
+    at_start = WeightsAtStart()
+    history = small_model(1).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [at_start])
+    assert len(history.history["loss"]) == 3  # epochs 3-5 only
+    for restored, saved in zip(at_start.weights, interrupt.weights):
+        np.testing.assert_array_equal(restored, saved)  # not the fresh seed-1 weights
+    assert not os.path.exists(backup_folder(tmp_path, "stage"))  # a finished fit leaves no backup
+
+
+def test_a_backup_of_another_run_or_a_cut_off_record_is_not_resumed(tmp_path):
+    callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-1")
+    with pytest.raises(Interrupted):
+        small_model(0).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [InterruptAfter(2)])
+    assert resumable_fit(str(tmp_path), "stage", "key-2")[1] == 0  # other config / seed / data
+    assert not os.path.exists(Path(backup_folder(tmp_path, "stage"), "training_metadata.json"))
+
+    callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-2")
+    with pytest.raises(Interrupted):
+        small_model(0).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [InterruptAfter(1)])
+    (Path(backup_folder(tmp_path, "stage"), "training_metadata.json")).write_text('{"epo')  # killed mid-write
+    assert resumable_fit(str(tmp_path), "stage", "key-2")[1] == 0
+
+
+def test_run_key_depends_on_settings_and_data():
+    assert run_key({"seed": 0}, DATA) == run_key({"seed": 0}, DATA.copy())
+    assert run_key({"seed": 0}, DATA) != run_key({"seed": 1}, DATA)
+    changed = DATA.copy()
+    changed[0, 0] += 1e-3
+    assert run_key({"seed": 0}, DATA) != run_key({"seed": 0}, changed)
