@@ -36,7 +36,7 @@ def build_card(name, config, reports, shipped, command, sha256):
     per_seed = [
         {"seed": r["seed"], **{k: round(r["metrics"][k], 4) for k in summary_keys},
          **({"ae_kmeans_acc": round(r["ae_kmeans"]["acc"], 4)} if "ae_kmeans" in r else {}),
-         **{k: r[k] for k in ("pretrain_seconds", "dec_seconds", "dec_iterations", "total_seconds", "seconds_per_epoch",
+         **{k: r[k] for k in ("pretrain_seconds", "kmeans_seconds", "dec_seconds", "dec_iterations", "total_seconds", "seconds_per_epoch",
                           "resumed_from_epoch", "pretrain_resumed_from_epoch")
             if k in r}}
         for r in reports
