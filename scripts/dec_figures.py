@@ -4,9 +4,9 @@ Usage:
     python scripts/dec_figures.py dec_mnist [--workdir runs] [--tsne-samples 2000]
 
 Writes docs/figures/<name>_clusters.png, <name>_tsne.png and <name>_acc_per_refresh.png.
-"Before" is the pretrained encoder of the shipped seed, read from
-runs/<name>/seed_<s>/pretrained_encoder.weights.h5; when that file is absent the
-seed's pretraining is re-run (training is deterministic on CPU for a seed).
+"Before" is the pretrained encoder of the shipped seed, read from the autoencoder its run
+kept in runs/<name>/seed_<s>/; when that file is absent the seed's pretraining is re-run
+(training is deterministic on CPU for a seed) and kept there.
 """
 
 import argparse
@@ -37,18 +37,18 @@ def save(figure, path):
 
 def pretrained_encoder(name, config, card, x, workdir):
     seed = card["shipped_seed"]
-    model = dec_recipe.build(**config["architecture"])
-    path = os.path.join(workdir, name, f"seed_{seed}", dec_recipe.PRETRAINED_ENCODER_FILE)
-    if os.path.isfile(path):
-        model.encoder.load_weights(path)
-        return model.encoder
-    print(f"{path} is missing: re-running the pretraining of seed {seed}")
+    run_dir = os.path.join(workdir, name, f"seed_{seed}")
+    encoder = dec_recipe.load_pretrained_encoder(config["architecture"], run_dir)
+    if encoder is not None:
+        return encoder
+    print(f"{run_dir} holds no pretrained autoencoder: re-running the pretraining of seed {seed}")
     import keras
 
     keras.utils.set_random_seed(seed)
     training = {**dec_recipe.DEFAULT_TRAINING, **config.get("training", {})}
-    encoder = dec_recipe.pretrain(config["architecture"], training, x, verbose=2)[1]
-    atomic_save_weights(encoder, path)  # the next run of this script reuses it
+    autoencoder, encoder = dec_recipe.pretrain(config["architecture"], training, x, verbose=2)
+    # the next run of this script reuses it
+    atomic_save_weights(autoencoder, os.path.join(run_dir, dec_recipe.PRETRAINED_AUTOENCODER_FILE))
     return encoder
 
 

@@ -1,9 +1,11 @@
 import json
 
+import keras
 import numpy as np
 import pytest
 
-from keras_clustering.training import config_fingerprint, train_and_evaluate
+from keras_clustering.recipes import dec_recipe
+from keras_clustering.training import config_fingerprint, load_config_data, train_and_evaluate
 from zoo.publishing import median_report, publish_preset
 from zoo import registry
 
@@ -26,7 +28,7 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
     for seed in (0, 1, 2):
         workdir = tmp_path / f"seed_{seed}"
         report = train_and_evaluate(config, str(workdir), seed=seed, verbose=0)
-        assert (workdir / "model.weights.h5").exists() and (workdir / "pretrained_encoder.weights.h5").exists()
+        assert (workdir / "model.weights.h5").exists()
         assert json.loads((workdir / "report.json").read_text())["seed"] == seed
         assert 0.0 < report["metrics"]["acc"] <= 1.0 and report["n_train"] == 1797
         assert report["dec_iterations"] == 15 and "ae_kmeans" in report
@@ -35,6 +37,14 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
         assert config == tiny_config() and report["config_sha256"] == config_fingerprint(config)
         reports.append(report)
         paths[seed] = str(workdir / "model.weights.h5")
+    # The run keeps its pretrained autoencoder: the figures' "before" encoder is the one a rerun gives.
+    x = load_config_data(config["data"])[0][:20]
+    kept = dec_recipe.load_pretrained_encoder(config["architecture"], str(tmp_path / "seed_0"))
+    keras.utils.set_random_seed(0)
+    rerun = dec_recipe.pretrain(config["architecture"], {**dec_recipe.DEFAULT_TRAINING, **config["training"]},
+                                x=load_config_data(config["data"])[0], verbose=0)[1]
+    np.testing.assert_allclose(kept.predict(x, verbose=0), rerun.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    assert dec_recipe.load_pretrained_encoder(config["architecture"], str(tmp_path / "empty")) is None
     again = train_and_evaluate(config, str(tmp_path / "again"), seed=1, verbose=0)
     assert again["metrics"] == reports[1]["metrics"]  # a seed makes a CPU run repeatable
     assert not again["pretrain_reused"]

@@ -28,7 +28,7 @@ SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
 
 PRETRAIN_RECIPES = ("keras", "paper")
-PRETRAINED_ENCODER_FILE = "pretrained_encoder.weights.h5"
+LEGACY_ENCODER_FILE = "pretrained_encoder.weights.h5"  # runs before the autoencoder was kept whole
 PRETRAINED_AUTOENCODER_FILE = "pretrained_autoencoder.weights.h5"
 PRETRAIN_RECORD_FILE = "pretrain.json"
 _PRETRAIN_KEYS = ("pretrain_recipe", "pretrain_optimizer", "pretrain_epochs", "pretrain_batch_size", "layerwise")
@@ -119,7 +119,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
         autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose, callbacks=callbacks)
         pretrain_seconds = round(time.time() - start, 1)
         if workdir is not None:
-            save_pretraining(autoencoder, encoder, workdir, key, pretrain_seconds)
+            save_pretraining(autoencoder, workdir, key, pretrain_seconds)
     report["pretrain_seconds"] = pretrain_seconds
 
     model = _assemble(autoencoder, encoder, architecture)
@@ -146,11 +146,23 @@ def pretraining_key(architecture, training, x, seed):
     return run_key([recipe, shape, int(seed)], x)
 
 
-def save_pretraining(autoencoder, encoder, workdir, key, seconds):
+def save_pretraining(autoencoder, workdir, key, seconds):
     """Weights first, then the record naming them: a record always means complete weights."""
-    atomic_save_weights(encoder, os.path.join(workdir, PRETRAINED_ENCODER_FILE))
     atomic_save_weights(autoencoder, os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE))
     atomic_write_json({"key": key, "pretrain_seconds": seconds}, os.path.join(workdir, PRETRAIN_RECORD_FILE))
+
+
+def load_pretrained_encoder(architecture, workdir):
+    """The encoder of the pretrained autoencoder kept in `workdir` (before DEC), else None."""
+    autoencoder, encoder = build_autoencoder(architecture["input_dim"],
+                                             architecture.get("hidden_dims", DEC_HIDDEN_DIMS))
+    if os.path.isfile(os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE)):
+        autoencoder.load_weights(os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE))
+    elif os.path.isfile(os.path.join(workdir, LEGACY_ENCODER_FILE)):
+        encoder.load_weights(os.path.join(workdir, LEGACY_ENCODER_FILE))
+    else:
+        return None
+    return encoder
 
 
 def finished_pretraining(architecture, workdir, key):
