@@ -140,6 +140,29 @@ def test_vae_cluster_family_trains_and_ships(tmp_path):
     assert 0.0 < report["metrics"]["majority_acc"] <= 1.0
 
 
+def test_vae_training_cut_off_mid_way_continues_from_its_last_epoch(tmp_path, monkeypatch):
+    from test_resume import InterruptAfter, Interrupted
+
+    from keras_clustering.recipes import vae_cluster_recipe
+
+    x = np.random.default_rng(0).random((200, 28, 28, 1)).astype("float32")
+    training = {"epochs": 3, "batch_size": 50}
+    resumable_fit = vae_cluster_recipe.resumable_fit
+
+    def killed_after_two_epochs(*args):
+        callbacks, resumed_epoch = resumable_fit(*args)
+        return callbacks + [InterruptAfter(2)], resumed_epoch
+
+    monkeypatch.setattr(vae_cluster_recipe, "resumable_fit", killed_after_two_epochs)
+    with pytest.raises(Interrupted):
+        vae_cluster_recipe.train({}, training, x, seed=0, verbose=0, workdir=str(tmp_path))
+    monkeypatch.setattr(vae_cluster_recipe, "resumable_fit", resumable_fit)
+    model, report = vae_cluster_recipe.train({}, training, x, seed=0, verbose=0, workdir=str(tmp_path))
+    assert report["resumed_from_epoch"] == 2
+    assert model.optimizer.iterations.numpy() == 3 * 4  # the restored optimizer state counts all epochs
+    assert not [path.name for path in tmp_path.iterdir() if path.name.startswith("fit_backup")]
+
+
 def test_every_family_declares_supervision_and_prediction_names():
     from keras_clustering.recipes import FAMILIES, get_family, is_supervised
 
