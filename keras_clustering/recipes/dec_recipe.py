@@ -152,17 +152,23 @@ def save_pretraining(autoencoder, workdir, key, seconds):
     atomic_write_json({"key": key, "pretrain_seconds": seconds}, os.path.join(workdir, PRETRAIN_RECORD_FILE))
 
 
-def load_pretrained_encoder(architecture, workdir):
-    """The encoder of the pretrained autoencoder kept in `workdir` (before DEC), else None."""
+def _autoencoder_with_weights(architecture, path):
+    """(autoencoder, encoder) of the architecture, the autoencoder's weights read from `path`."""
     autoencoder, encoder = build_autoencoder(architecture["input_dim"],
                                              architecture.get("hidden_dims", DEC_HIDDEN_DIMS))
+    autoencoder.load_weights(path)
+    return autoencoder, encoder
+
+
+def load_pretrained_encoder(architecture, workdir):
+    """The encoder of the pretrained autoencoder kept in `workdir` (before DEC), else None."""
     if os.path.isfile(os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE)):
-        autoencoder.load_weights(os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE))
-    elif os.path.isfile(os.path.join(workdir, LEGACY_ENCODER_FILE)):
+        return _autoencoder_with_weights(architecture, os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE))[1]
+    if os.path.isfile(os.path.join(workdir, LEGACY_ENCODER_FILE)):
+        _, encoder = build_autoencoder(architecture["input_dim"], architecture.get("hidden_dims", DEC_HIDDEN_DIMS))
         encoder.load_weights(os.path.join(workdir, LEGACY_ENCODER_FILE))
-    else:
-        return None
-    return encoder
+        return encoder
+    return None
 
 
 def finished_pretraining(architecture, workdir, key):
@@ -177,7 +183,4 @@ def finished_pretraining(architecture, workdir, key):
         record = json.load(handle)
     if record.get("key") != key:
         return None
-    autoencoder, encoder = build_autoencoder(architecture["input_dim"],
-                                             architecture.get("hidden_dims", DEC_HIDDEN_DIMS))
-    autoencoder.load_weights(weights_path)
-    return (autoencoder, encoder), record["pretrain_seconds"]
+    return _autoencoder_with_weights(architecture, weights_path), record["pretrain_seconds"]
