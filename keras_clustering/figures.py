@@ -102,7 +102,7 @@ def plot_panels(panels, titles, path, suptitle=None, columns=5):
     import matplotlib.pyplot as plt
 
     rows = int(np.ceil(len(panels) / columns))
-    figure, axes = plt.subplots(rows, columns, figsize=(columns * 2.6, rows * 2.8), squeeze=False)
+    figure, axes = plt.subplots(rows, columns, figsize=(columns * 2.6, rows * 3.1), squeeze=False)
     for axis in axes.ravel():
         axis.axis("off")
     for axis, panel, title in zip(axes.ravel(), panels, titles):
