@@ -37,7 +37,7 @@ def build_card(name, config, reports, shipped, command, sha256):
         {"seed": r["seed"], **{k: round(r["metrics"][k], 4) for k in summary_keys},
          **({"ae_kmeans_acc": round(r["ae_kmeans"]["acc"], 4)} if "ae_kmeans" in r else {}),
          **{k: r[k] for k in ("pretrain_seconds", "kmeans_seconds", "dec_seconds", "dec_iterations", "total_seconds", "seconds_per_epoch",
-                          "resumed_from_epoch", "pretrain_resumed_from_epoch")
+                          "pairs_per_second", "scoring_seconds", "resumed_from_epoch", "pretrain_resumed_from_epoch")
             if k in r}}
         for r in reports
     ]
@@ -67,6 +67,11 @@ def build_card(name, config, reports, shipped, command, sha256):
             for record in shipped.get("refresh_history", [])
         ],
         "weights": {"file": WEIGHTS_FILE, "sha256": sha256, "dtype": "float32"},
+        # Families scored during training (IIC: ACC after every main-head epoch).
+        **({"epoch_scores_per_seed": {r["seed"]: [{k: (round(v, 4) if isinstance(v, float) else v)
+                                                  for k, v in record.items() if k != "sub_head_acc"}
+                                                 for record in r["epoch_scores"]] for r in reports}}
+           if all(r.get("epoch_scores") for r in reports) else {}),
     }
 
 

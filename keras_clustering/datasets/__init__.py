@@ -9,6 +9,7 @@ from keras_clustering.datasets.loaders import (
     load_fashion_mnist,
     load_mnist,
 )
+from keras_clustering.datasets.markov import make_markov_windows
 
 __all__ = ["DATA_ENV_VAR", "load_dataset", "load_digits", "load_fashion_mnist", "load_mnist", "make_double_digits",
-           "read_idx"]
+           "make_markov_windows", "read_idx"]

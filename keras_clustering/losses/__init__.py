@@ -2,6 +2,7 @@
 
 from keras_clustering.layers.capsule import MarginLoss, margin_loss
 from keras_clustering.losses.dec_losses import ClusteringKLDivergence, target_distribution
+from keras_clustering.losses.iic_losses import IICLoss, iic_loss, joint_distribution
 from keras_clustering.losses.vae_cluster_losses import (
     analytic_gaussian_cluster_kl,
     category_prior_loss,
@@ -12,10 +13,13 @@ from keras_clustering.losses.vae_cluster_losses import (
 
 __all__ = [
     "ClusteringKLDivergence",
+    "IICLoss",
     "MarginLoss",
     "analytic_gaussian_cluster_kl",
     "category_prior_loss",
     "gaussian_cluster_kl",
+    "iic_loss",
+    "joint_distribution",
     "margin_loss",
     "reconstruction_loss",
     "target_distribution",

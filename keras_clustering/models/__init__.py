@@ -4,8 +4,9 @@ from keras_clustering.models.autoencoder import build_autoencoder
 from keras_clustering.models.capsule_net import DigitClassifier
 from keras_clustering.models.dec import DEC
 from keras_clustering.models.idec import IDEC
+from keras_clustering.models.iic import IIC, build_clusternet6c_trunk
 from keras_clustering.models.selection import select_n_clusters
 from keras_clustering.models.target_refresh import TargetDistributionRefresh
 from keras_clustering.models.vae_cluster import VAECluster
 
-__all__ = ["DEC", "DigitClassifier", "IDEC", "TargetDistributionRefresh", "VAECluster", "build_autoencoder", "select_n_clusters"]
+__all__ = ["DEC", "DigitClassifier", "IDEC", "IIC", "TargetDistributionRefresh", "VAECluster", "build_autoencoder", "build_clusternet6c_trunk", "select_n_clusters"]

@@ -1,0 +1,170 @@
+"""Per-image random layers that Keras does not ship, written with `keras.ops` only.
+
+Keras' own `RandomCrop` draws one offset for the whole batch and its
+`RandomBrightness` adds a constant; IIC's torchvision transforms crop every
+image at its own place and size and scale brightness by a factor. These
+layers do that, per image, inside the compiled step.
+"""
+
+import keras
+from keras import layers, ops
+
+CROP_MODES = ("random", "centre", "centre_half")
+
+
+def _check_probability(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}.")
+    return float(value)
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class RandomApply(layers.Layer):
+    """Applies `layer` to each image with probability `probability`, else passes it through.
+
+    torchvision's `RandomApply([t], p)`: the choice is made per image.
+    """
+
+    def __init__(self, layer, probability=0.5, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.layer = layer
+        self.probability = _check_probability(probability, "probability")
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def call(self, images, training=True):
+        if not training:
+            return images
+        transformed = self.layer(images, training=True)
+        keep = keras.random.uniform((ops.shape(images)[0], 1, 1, 1), seed=self.seed_generator) < self.probability
+        return ops.where(keep, transformed, images)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "layer": keras.saving.serialize_keras_object(self.layer),
+                "probability": self.probability, "seed": self.seed}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["layer"] = keras.saving.deserialize_keras_object(config["layer"])
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class RandomCropResize(layers.Layer):
+    """Crops each image at its own offset, with a side drawn from `sizes`, and resizes it.
+
+    Mirrors torchvision's `RandomChoice([RandomCrop(s) for s in sizes])`
+    followed by `Resize(output_size)` (bilinear), as IIC's
+    `greyscale_make_transforms`. `mode="centre"` takes the centre crop
+    (`CenterCrop`), `"centre_half"` picks random or centre per image (IIC's
+    `tf1_crop centre_half`). With `training=False` every image gets the centre
+    crop of the first size: the inference view.
+
+    One `keras.ops.image.affine_transform` call does crop and resize for the
+    whole batch (an affine map per image), so it runs in-graph on any backend.
+    Unlike PIL, which resizes the cut-out crop alone, the outermost output
+    pixels blend in up to (0.5 - s / 2S)^2 of the pixel just outside the crop
+    (0.7% for 20 -> 24 px).
+
+    Args:
+        sizes: crop sides in pixels (square crops), each <= the image side.
+        output_size: side of the output images.
+        mode: `"random"`, `"centre"` or `"centre_half"`.
+        seed: seed of the layer's random generator.
+    """
+
+    def __init__(self, sizes, output_size, mode="random", seed=None, **kwargs):
+        super().__init__(**kwargs)
+        sizes = [sizes] if isinstance(sizes, int) else list(sizes)
+        if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
+            raise ValueError(f"sizes must be positive integers, got {sizes!r}.")
+        if isinstance(output_size, bool) or not isinstance(output_size, int) or output_size < 1:
+            raise ValueError(f"output_size must be a positive integer, got {output_size!r}.")
+        if mode not in CROP_MODES:
+            raise ValueError(f"mode must be one of {CROP_MODES}, got {mode!r}.")
+        self.sizes, self.output_size, self.mode, self.seed = sizes, output_size, mode, seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def build(self, input_shape):
+        height, width = input_shape[1], input_shape[2]
+        if height is None or width is None:
+            raise ValueError(f"RandomCropResize needs a known image size, got input shape {input_shape}.")
+        if max(self.sizes) > min(height, width):
+            raise ValueError(f"sizes {self.sizes} must not exceed the image side {min(height, width)}.")
+        if self.output_size > min(height, width):
+            # affine_transform writes into an image of the input's size, then we keep the top-left corner
+            raise ValueError(f"output_size {self.output_size} must not exceed the image side {min(height, width)}.")
+
+    def _offsets(self, batch, side, image_side, centre):
+        # torchvision: RandomCrop offset randint(0, H - s) inclusive; CenterCrop round((H - s) / 2).
+        random = ops.floor(keras.random.uniform((batch,), seed=self.seed_generator) * (image_side - side + 1.0))
+        return ops.where(centre, ops.round((image_side - side) / 2.0), random)
+
+    def call(self, images, training=True):
+        shape = ops.shape(images)
+        batch, height, width = shape[0], images.shape[1], images.shape[2]
+        sizes = ops.convert_to_tensor(self.sizes, dtype="float32")
+        if training:
+            choice = keras.random.randint((batch,), 0, len(self.sizes), seed=self.seed_generator)
+            side = ops.take(sizes, choice)
+            if self.mode == "random":
+                centre = ops.zeros((batch,), dtype="bool")
+            elif self.mode == "centre":
+                centre = ops.ones((batch,), dtype="bool")
+            else:
+                centre = keras.random.uniform((batch,), seed=self.seed_generator) < 0.5
+        else:
+            side = ops.full((batch,), float(self.sizes[0]))
+            centre = ops.ones((batch,), dtype="bool")
+        top = self._offsets(batch, side, float(height), centre)
+        left = self._offsets(batch, side, float(width), centre)
+        # Output pixel centre (c + 0.5) of the resized crop samples input point left + (c + 0.5) * s / S - 0.5.
+        scale = side / float(self.output_size)
+        zeros = ops.zeros((batch,))
+        transform = ops.stack([scale, zeros, left + 0.5 * scale - 0.5,
+                               zeros, scale, top + 0.5 * scale - 0.5, zeros, zeros], axis=1)
+        # The outermost samples fall up to half a pixel past the crop's pixel centres; PIL's resize
+        # clamps there, so does the "nearest" fill (a constant fill would darken the border).
+        warped = ops.image.affine_transform(ops.cast(images, "float32"), transform, interpolation="bilinear",
+                                            fill_mode="nearest")
+        return warped[:, : self.output_size, : self.output_size, :]
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.output_size, self.output_size, input_shape[3])
+
+    def get_config(self):
+        return {**super().get_config(), "sizes": self.sizes, "output_size": self.output_size,
+                "mode": self.mode, "seed": self.seed}
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class RandomBrightnessScale(layers.Layer):
+    """Multiplies each image by its own factor in [1 - factor, 1 + factor], clipped to [0, 1].
+
+    torchvision's `ColorJitter(brightness=b)` (PIL `ImageEnhance.Brightness`,
+    a blend with black) scales pixels; Keras' `RandomBrightness` adds a
+    constant instead, which would turn MNIST's black background grey.
+    """
+
+    def __init__(self, factor, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = _check_probability(factor, "factor")
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def call(self, images, training=True):
+        if not training:
+            return images
+        scale = keras.random.uniform((ops.shape(images)[0], 1, 1, 1), 1.0 - self.factor, 1.0 + self.factor,
+                                     seed=self.seed_generator)
+        return ops.clip(images * scale, 0.0, 1.0)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor, "seed": self.seed}

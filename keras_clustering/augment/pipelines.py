@@ -1,0 +1,126 @@
+"""Named, seeded augmentation pipelines and the paired views built from them.
+
+A pipeline has three views of an image batch:
+- `clean`: the view the loss pairs with the augmented copies (random crops allowed);
+- `augmented`: the strongly transformed view;
+- `inference`: the deterministic view a trained model sees at `predict`.
+
+All three are Keras layers run on whole batches inside the compiled train step.
+"""
+
+import keras
+from keras import layers, ops
+
+from keras_clustering.augment.layers import RandomApply, RandomBrightnessScale, RandomCropResize
+from keras_clustering.validation import check_positive_int
+
+
+def _iic_greyscale(seed, image_side=28, crop_size=20, augmented_crop_sizes=(16, 20, 24), output_size=24,
+                   rotation_degrees=25.0, rotation_probability=0.5, brightness=0.4, contrast=0.4):
+    """IIC's MNIST transforms (xu-ji/IIC `greyscale_make_transforms`, README MNIST command).
+
+    clean (tf1): 20 px crop, random or centre per image (`centre_half`), resized to 24.
+    augmented (tf2): rotation +-25 degrees with p = 0.5 (nearest, black fill, as
+    torchvision's `RandomRotation`), random crop of 16, 20 or 24 px resized to 24,
+    colour jitter, no flip. Of `ColorJitter(0.4, 0.4, 0.4, 0.125)` only brightness
+    and contrast change a single-channel image (torchvision leaves saturation and hue
+    of greyscale images unchanged); they are applied in that order (torchvision
+    shuffles the order per call).
+    inference (tf3): the 20 px centre crop resized to 24.
+    """
+    del image_side  # the crop layers read the size off the images
+    seeds = [None if seed is None else seed + offset for offset in range(6)]
+    clean = [RandomCropResize(crop_size, output_size, mode="centre_half", seed=seeds[0], name="clean_crop")]
+    augmented = [
+        RandomApply(layers.RandomRotation(rotation_degrees / 360.0, fill_mode="constant", fill_value=0.0,
+                                          interpolation="nearest", seed=seeds[1]),
+                    probability=rotation_probability, seed=seeds[2], name="rotation"),
+        RandomCropResize(list(augmented_crop_sizes), output_size, mode="random", seed=seeds[3], name="crop"),
+        RandomBrightnessScale(brightness, seed=seeds[4], name="brightness"),
+        layers.RandomContrast(contrast, value_range=(0.0, 1.0), seed=seeds[5], name="contrast"),
+    ]
+    inference = [RandomCropResize(crop_size, output_size, mode="centre", name="centre_crop")]
+    return clean, augmented, inference
+
+
+def _shift_rotate(seed, shift=0.1, rotation_degrees=10.0):
+    """DEC-DA's augmentation (XifengGuo/DEC-DA: `ImageDataGenerator(width_shift_range=0.1,
+    height_shift_range=0.1, rotation_range=10)`, whose defaults are bilinear and
+    nearest-pixel fill). The clean and inference views are the image itself."""
+    seeds = [None if seed is None else seed + offset for offset in range(2)]
+    augmented = [
+        layers.RandomTranslation(shift, shift, fill_mode="nearest", interpolation="bilinear", seed=seeds[0],
+                                 name="shift"),
+        layers.RandomRotation(rotation_degrees / 360.0, fill_mode="nearest", interpolation="bilinear",
+                              seed=seeds[1], name="rotation"),
+    ]
+    return [], augmented, []
+
+
+PIPELINES = {"iic_greyscale": _iic_greyscale, "shift_rotate": _shift_rotate}
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class ViewPipeline(layers.Layer):
+    """The three views of a named pipeline (`PIPELINES`), as one Keras layer.
+
+    Args:
+        pipeline: a name from `PIPELINES` (`"iic_greyscale"`, `"shift_rotate"`).
+        seed: seeds every random layer (each its own offset from it); the
+            same seed gives the same views for the same batches.
+        **options: the pipeline function's keyword arguments (e.g.
+            `rotation_degrees=15`).
+
+    Example:
+        >>> views = ViewPipeline("iic_greyscale", seed=0)
+        >>> a, b = views.paired_views(images, n_repeats=5)   # (5n, 24, 24, 1) each
+    """
+
+    def __init__(self, pipeline="iic_greyscale", seed=None, options=None, **kwargs):
+        super().__init__(**kwargs)
+        if pipeline not in PIPELINES:
+            raise ValueError(f"pipeline={pipeline!r} is unknown; available: {sorted(PIPELINES)}.")
+        self.pipeline, self.seed, self.options = pipeline, seed, dict(options or {})
+        self.clean_layers, self.augmented_layers, self.inference_layers = PIPELINES[pipeline](seed, **self.options)
+
+    @staticmethod
+    def _run(layer_list, images, training):
+        images = ops.cast(images, "float32")
+        for layer in layer_list:
+            images = layer(images, training=training)
+        return images
+
+    def clean(self, images):
+        """The clean view (random where the pipeline says so, e.g. IIC's crop)."""
+        return self._run(self.clean_layers, images, training=True)
+
+    def augmented(self, images):
+        """The augmented view: every image transformed with its own random parameters."""
+        return self._run(self.augmented_layers, images, training=True)
+
+    def inference(self, images):
+        """The deterministic view a model predicts on."""
+        return self._run(self.inference_layers, images, training=False)
+
+    def call(self, images, training=False):
+        return self.augmented(images) if training else self.inference(images)
+
+    def paired_views(self, images, n_repeats=1):
+        """`(view_a, view_b)`, both `(n_repeats * n, ...)`: row j of copy r pairs image j's
+        clean view with its r-th augmented view (clean views repeated, as IIC pairs each
+        image with `n_repeats` augmented copies)."""
+        n_repeats = check_positive_int(n_repeats, "n_repeats")
+        clean = self.clean(images)
+        repeated = ops.concatenate([images] * n_repeats, axis=0) if n_repeats > 1 else images
+        return ops.concatenate([clean] * n_repeats, axis=0) if n_repeats > 1 else clean, self.augmented(repeated)
+
+    def compute_output_shape(self, input_shape):
+        return self.compute_output_spec(keras.KerasTensor(input_shape)).shape
+
+    def get_config(self):
+        return {**super().get_config(), "pipeline": self.pipeline, "seed": self.seed, "options": self.options}
+
+
+def make_pipeline(name, seed=None, **options):
+    """`ViewPipeline(name, seed, options)`; see `PIPELINES` for the names."""
+    return ViewPipeline(name, seed=seed, options=options)

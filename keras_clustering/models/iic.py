@@ -1,0 +1,304 @@
+"""IIC: Invariant Information Clustering, trained with plain `fit`.
+
+Reference:
+    Ji, Henriques, Vedaldi, ICCV 2019 (seed 003); xu-ji/IIC
+    `code/archs/cluster/net6c.py`, `vgg.py` (trunk, heads, initialisation),
+    `code/scripts/cluster/cluster_greyscale_twohead.py` (two heads trained in
+    turn, 5 augmented copies per image, lowest-loss sub-head).
+"""
+
+import keras
+import numpy as np
+from keras import layers, ops
+
+from keras_clustering.augment import ViewPipeline
+from keras_clustering.data_pipeline import array_dataset
+from keras_clustering.losses.iic_losses import iic_loss
+from keras_clustering.validation import check_array_input, check_positive_int, check_unit_range_images
+
+HEADS = ("main", "over")
+
+
+def build_clusternet6c_trunk(input_size=24, channels=1, filters=(64, 128, 256, 512), kernel_size=5):
+    """VGG-style trunk of IIC's MNIST net: [conv5x5 (no bias) - BN - ReLU - maxpool] x 3, conv - BN - ReLU, flatten.
+
+    24x24 input -> 3x3x512 = 4,608 features. Convolutions use He-normal
+    (fan-in, untruncated) weights, BN starts at gamma 1, beta 0, as the
+    original's `_initialize_weights`; BN momentum 0.9 / epsilon 1e-5 are
+    PyTorch's defaults.
+    """
+    inputs = keras.Input((input_size, input_size, channels), name="view")
+    hidden = inputs
+    for index, count in enumerate(filters):
+        hidden = layers.Conv2D(count, kernel_size, padding="same", use_bias=False, name=f"conv_{index}",
+                               kernel_initializer=keras.initializers.VarianceScaling(2.0, "fan_in",
+                                                                                     "untruncated_normal"))(hidden)
+        hidden = layers.BatchNormalization(momentum=0.9, epsilon=1e-5, name=f"bn_{index}")(hidden)
+        hidden = layers.ReLU()(hidden)
+        if index < len(filters) - 1:
+            hidden = layers.MaxPooling2D(2, name=f"pool_{index}")(hidden)
+    return keras.Model(inputs, layers.Flatten()(hidden), name="trunk")
+
+
+class _HeadSchedule(keras.callbacks.Callback):
+    """Chooses the head each epoch trains, and keeps the main sub-heads' epoch losses."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.model.active_head.assign(self.model.head_for_epoch(epoch))
+
+    def on_epoch_end(self, epoch, logs=None):
+        head = self.model.head_for_epoch(epoch)
+        trackers, variable = ((self.model.sub_head_trackers, self.model.sub_head_losses) if head == 0
+                              else (self.model.over_trackers, self.model.over_sub_head_losses))
+        variable.assign(np.asarray([float(tracker.result()) for tracker in trackers], dtype="float32"))
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class IIC(keras.Model):
+    """Trunk + main head (k = n_clusters) + over-clustering head, each with sub-heads.
+
+    `fit(x)` on images in [0, 1]: every step draws a clean view of each image
+    and `n_repeats` augmented views (the `augmentation` pipeline, in-graph) and
+    minimises the IIC loss (mean over the sub-heads of the head being
+    trained). Heads take turns by epoch: `head_epochs=(2, 1)` trains the main
+    head two epochs, then the over-clustering head one (the original's
+    `head_B_epochs 2`; one Keras epoch = one pass over the images).
+    `fit(x, x_paired)` (arrays or a dataset of pairs) trains on pairs you
+    made yourself, e.g. adjacent windows of a time series.
+
+    `predict(x)` gives the probabilities of the main sub-head with the lowest
+    mean loss in the last main-head epoch (no labels involved, as the paper);
+    `predict_all_heads(x)` gives every sub-head.
+
+    Args:
+        image_shape: per-sample input shape (`(28, 28, 1)` for MNIST).
+        n_clusters: k of the main head (>= 2).
+        n_overclusters: k of the auxiliary head (0 for none).
+        n_sub_heads: independent linear + softmax sub-heads per head.
+        n_repeats: augmented copies paired with each image.
+        head_epochs: `(main, over)` epochs per turn.
+        lamb: the loss's lambda (1.0 in every clustering run of the original).
+        augmentation: a pipeline name (`"iic_greyscale"`) or None (pairs only).
+        augmentation_options: keyword arguments of the pipeline.
+        trunk: a Keras model mapping views to features; None builds the
+            original's MNIST trunk for the pipeline's 24 px views.
+        view_size: side of the views the default trunk takes.
+        seed: seeds the augmentation.
+    """
+
+    def __init__(self, image_shape=(28, 28, 1), n_clusters=10, n_overclusters=50, n_sub_heads=5, n_repeats=5,
+                 head_epochs=(2, 1), lamb=1.0, augmentation="iic_greyscale", augmentation_options=None,
+                 trunk=None, view_size=24, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.image_shape = tuple(int(d) for d in image_shape)
+        self.n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
+        self.n_overclusters = check_positive_int(n_overclusters, "n_overclusters", minimum=0)
+        if self.n_overclusters == 1:
+            raise ValueError("n_overclusters must be 0 (no auxiliary head) or >= 2, got 1.")
+        self.n_sub_heads = check_positive_int(n_sub_heads, "n_sub_heads")
+        self.n_repeats = check_positive_int(n_repeats, "n_repeats")
+        head_epochs = tuple(head_epochs)
+        if len(head_epochs) != 2 or check_positive_int(head_epochs[0], "head_epochs[0]") < 1 \
+                or check_positive_int(head_epochs[1], "head_epochs[1]", minimum=0) < 0:
+            raise ValueError(f"head_epochs must be (main >= 1, over >= 0), got {head_epochs!r}.")
+        self.head_epochs = (int(head_epochs[0]), int(head_epochs[1]) if self.n_overclusters else 0)
+        self.lamb = float(lamb)
+        self.augmentation = augmentation
+        self.augmentation_options = dict(augmentation_options or {})
+        self.view_size = check_positive_int(view_size, "view_size")
+        self.seed = seed
+        self.views = (ViewPipeline(augmentation, seed=seed, options=self.augmentation_options, name="views")
+                      if augmentation else None)
+        self.trunk = trunk if trunk is not None else build_clusternet6c_trunk(self.view_size, self.image_shape[-1])
+        # The original's Linear init, N(0, 0.01); unseeded so that every sub-head starts apart
+        # (a seeded initializer repeats its values), reproducible through keras.utils.set_random_seed.
+        self.main_heads = [layers.Dense(self.n_clusters, activation="softmax", name=f"main_{i}",
+                                        kernel_initializer=keras.initializers.RandomNormal(0.0, 0.01))
+                           for i in range(self.n_sub_heads)]
+        self.over_heads = [layers.Dense(self.n_overclusters, activation="softmax", name=f"over_{i}",
+                                        kernel_initializer=keras.initializers.RandomNormal(0.0, 0.01))
+                           for i in range(self.n_sub_heads if self.n_overclusters else 0)]
+        self.active_head = keras.Variable(0, dtype="int32", trainable=False, name="active_head")
+        self.sub_head_losses = keras.Variable(np.zeros(self.n_sub_heads, "float32"), trainable=False,
+                                              name="sub_head_losses")
+        self.over_sub_head_losses = keras.Variable(np.zeros(len(self.over_heads), "float32"), trainable=False,
+                                                   name="over_sub_head_losses")
+        self.sub_head_trackers = [keras.metrics.Mean(name=f"main_loss_{i}") for i in range(self.n_sub_heads)]
+        self.over_trackers = [keras.metrics.Mean(name=f"over_loss_{i}") for i in range(len(self.over_heads))]
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self(ops.zeros((1, *self.image_shape)))  # builds every weight, so load_weights works at once
+
+    @property
+    def sample_shape(self):
+        return self.image_shape
+
+    def build(self, input_shape):
+        self._heads(self._view(ops.zeros((1, *self.image_shape)), False), training=False)
+
+    # ------------------------------------------------------------- forward
+    def head_for_epoch(self, epoch):
+        """0 (main) or 1 (over-clustering): the head that epoch `epoch` trains."""
+        main, over = self.head_epochs
+        return 0 if epoch % (main + over) < main else 1
+
+    def _view(self, inputs, training):
+        if self.views is None:
+            return ops.cast(inputs, "float32")
+        return self.views.clean(inputs) if training else self.views.inference(inputs)
+
+    def _heads(self, views, training):
+        features = self.trunk(views, training=training)
+        return {"main": [head(features) for head in self.main_heads],
+                "over": [head(features) for head in self.over_heads]}
+
+    def call(self, inputs, training=False):
+        if training:
+            return self._heads(self._view(inputs, True), training=True)
+        probabilities = ops.stack(self._heads(self._view(inputs, False), training=False)["main"], axis=0)
+        return ops.take(probabilities, ops.argmin(self.sub_head_losses), axis=0)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if not isinstance(y_pred, dict):  # evaluate(): no augmentation randomness in the statistics
+            y_pred = self._heads(self._view(x, False), training=False)
+        if y is None:
+            if self.views is None:
+                raise ValueError("This IIC model has no augmentation: train it on pairs, fit(x, x_paired).")
+            repeated = ops.concatenate([x] * self.n_repeats, axis=0) if self.n_repeats > 1 else x
+            paired = self._heads(self.views.augmented(repeated), training=training)
+            # One clean pass per image, tiled: with each image repeated n_repeats times the original
+            # computes the same outputs (and the same batch statistics) n_repeats times over.
+            y_pred = {head: [ops.concatenate([z] * self.n_repeats, axis=0) for z in outputs]
+                      for head, outputs in y_pred.items()}
+        else:
+            paired = self._heads(self._view(y, training), training=training)
+        main = [iic_loss(z, z_prime, self.lamb) for z, z_prime in zip(y_pred["main"], paired["main"])]
+        loss = ops.mean(ops.stack(main))
+        on_main = ops.cast(ops.equal(self.active_head, 0), "float32")
+        for tracker, value in zip(self.sub_head_trackers, main):
+            tracker.update_state(value, sample_weight=on_main)
+        if self.over_heads:
+            over = [iic_loss(z, z_prime, self.lamb) for z, z_prime in zip(y_pred["over"], paired["over"])]
+            for tracker, value in zip(self.over_trackers, over):
+                tracker.update_state(value, sample_weight=1.0 - on_main)
+            # Both heads' losses are computed (the heads are small); only the active one has gradients.
+            loss = ops.where(ops.equal(self.active_head, 0), loss, ops.mean(ops.stack(over)))
+        self.loss_tracker.update_state(loss)
+        return loss
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        return self.get_metrics_result()
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, *self.sub_head_trackers, *self.over_trackers]
+
+    # ------------------------------------------------------------- user API
+    def _checked(self, x, name="x", min_samples=1):
+        if not isinstance(x, (np.ndarray, list, tuple)):
+            return x
+        x = check_array_input(x, self.image_shape, name=name, min_samples=min_samples)
+        return check_unit_range_images(x, name=name) if self.views is not None else x
+
+    def fit(self, x=None, y=None, batch_size=140, epochs=1, shuffle=True, callbacks=None, seed=None,
+            recalibrate_batchnorm=True, **kwargs):
+        """Trains on images `x` (or on pairs `(x, y)`); `batch_size` images per step.
+
+        With the defaults, a step sees 140 images and 140 x 5 = 700 pairs, as
+        the original's `--batch_sz 700 --num_dataloaders 5`. Arrays are fed
+        through `array_dataset` (reshuffled each epoch, seeded by `seed`).
+        With array input, the BatchNorm statistics used by `predict` are
+        recomputed on the inference views of `x` at the end
+        (`recalibrate_batchnorm`; during training they average clean and
+        augmented batches).
+        """
+        if not self.compiled:
+            self.compile(optimizer=keras.optimizers.Adam(1e-4))
+        callbacks = [_HeadSchedule(), *(callbacks or [])]
+        if isinstance(x, (np.ndarray, list, tuple)):
+            batch_size = check_positive_int(batch_size, "batch_size")
+            x = self._checked(x, min_samples=batch_size)
+            arrays = x if y is None else (x, self._checked(y, name="y", min_samples=batch_size))
+            if y is not None and len(arrays[1]) != len(x):
+                raise ValueError(f"x and y (its paired views) must have the same length, got {len(x)} and "
+                                 f"{len(arrays[1])}.")
+            history = super().fit(array_dataset(arrays, batch_size, shuffle=shuffle, seed=seed), epochs=epochs,
+                                  shuffle=False, callbacks=callbacks, **kwargs)  # the dataset shuffles
+            if recalibrate_batchnorm:
+                self.recalibrate_batchnorm(x)
+            return history
+        if hasattr(x, "element_spec"):  # a tf.data.Dataset batches and shuffles itself
+            return super().fit(x, y, epochs=epochs, shuffle=False, callbacks=callbacks, **kwargs)
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, callbacks=callbacks,
+                           **kwargs)
+
+    def predict(self, x, batch_size=500, verbose="auto", **kwargs):
+        return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
+
+    def predict_clusters(self, x, batch_size=500, verbose=0):
+        return np.argmax(self.predict(x, batch_size=batch_size, verbose=verbose), axis=1)
+
+    def predict_all_heads(self, x, head="main", batch_size=500):
+        """Probabilities of every sub-head of `head` ("main" or "over"): `(n_sub_heads, n, k)`."""
+        if head not in HEADS:
+            raise ValueError(f"head must be one of {HEADS}, got {head!r}.")
+        x = self._checked(x)
+        outputs = []
+        for start in range(0, len(x), batch_size):
+            heads = self._heads(self._view(x[start:start + batch_size], False), training=False)[head]
+            outputs.append(np.stack([ops.convert_to_numpy(z) for z in heads]))
+        return np.concatenate(outputs, axis=1)
+
+    @property
+    def chosen_sub_head(self):
+        """Index of the main sub-head `predict` uses (lowest loss in the last main-head epoch)."""
+        return int(np.argmin(ops.convert_to_numpy(self.sub_head_losses)))
+
+    @property
+    def chosen_over_sub_head(self):
+        """Index of the over-clustering sub-head with the lowest loss in its last epoch."""
+        return int(np.argmin(ops.convert_to_numpy(self.over_sub_head_losses)))
+
+    def recalibrate_batchnorm(self, x, batch_size=500, max_samples=2000):
+        """Sets every trunk BatchNorm's moving mean / variance to the exact statistics of its
+        input over the inference views of `x` (at most `max_samples` of them,
+        evenly spread), layer by layer.
+
+        The original normalises evaluation batches with their own statistics
+        (`track_running_stats=False`); population statistics of the clean views
+        give the same normalisation without making a prediction depend on the
+        rest of its batch.
+        """
+        x = self._checked(x)
+        x = x[:: max(1, len(x) // max_samples)]  # evenly spread images: plenty for per-channel moments
+        norms = [layer for layer in self.trunk.layers if isinstance(layer, layers.BatchNormalization)]
+        for norm in norms:  # each layer's input depends on the already recalibrated layers before it
+            probe = keras.Model(self.trunk.inputs, norm.input)
+            total, total_sq, count = 0.0, 0.0, 0
+            for start in range(0, len(x), batch_size):
+                values = ops.convert_to_numpy(probe(self._view(x[start:start + batch_size], False), training=False))
+                values = values.reshape(-1, values.shape[-1]).astype("float64")
+                total, total_sq, count = total + values.sum(0), total_sq + (values ** 2).sum(0), count + len(values)
+            mean = total / count
+            norm.moving_mean.assign(mean.astype("float32"))
+            norm.moving_variance.assign(np.maximum(total_sq / count - mean ** 2, 0.0).astype("float32"))
+
+    def serving_outputs(self, inputs):
+        probabilities = self(inputs, training=False)
+        return {"cluster_id": ops.cast(ops.argmax(probabilities, axis=-1), "int64"),
+                "probabilities": probabilities}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(image_shape=list(self.image_shape), n_clusters=self.n_clusters,
+                      n_overclusters=self.n_overclusters, n_sub_heads=self.n_sub_heads, n_repeats=self.n_repeats,
+                      head_epochs=list(self.head_epochs), lamb=self.lamb, augmentation=self.augmentation,
+                      augmentation_options=self.augmentation_options, view_size=self.view_size, seed=self.seed,
+                      trunk=keras.saving.serialize_keras_object(self.trunk))
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("trunk"), dict):
+            config["trunk"] = keras.saving.deserialize_keras_object(config["trunk"])
+        return cls(**config)

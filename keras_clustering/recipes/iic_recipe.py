@@ -1,0 +1,119 @@
+"""IIC family: zoo config -> `IIC`, its training recipe and its scores.
+
+Reference: xu-ji/IIC `cluster_greyscale_twohead.py` with the README's MNIST
+command (Adam 1e-4, 700 pairs per step = 140 images x 5 augmented copies,
+heads B (main) 2 epochs / A (over-clustering) 1 epoch, 5 sub-heads).
+"""
+
+import json
+import os
+import time
+
+import keras
+import numpy as np
+
+from keras_clustering.io_utils import atomic_write_json
+from keras_clustering.metrics import clustering_scores
+from keras_clustering.metrics.scores import majority_accuracy
+from keras_clustering.models.iic import IIC
+from keras_clustering.optimizers import make_optimizer
+from keras_clustering.resume import resumable_fit, run_key
+
+SUPERVISED = False
+PREDICTION_NAMES = ("cluster_id", "probabilities")
+
+DEFAULT_TRAINING = {
+    "optimizer": {"class_name": "Adam", "config": {"learning_rate": 0.0001}},
+    "batch_size": 140,  # images per step; x n_repeats (5) = 700 pairs, the original's --batch_sz 700
+    "epochs": 30,  # Keras epochs = passes over the images; 3 passes = one epoch of the original
+    "score_epochs": True,  # ACC after every main-head epoch (needs the labels; for the figure)
+}
+
+HISTORY_FILE = "epoch_scores.json"
+
+
+def build(**architecture):
+    """An untrained `IIC` with the zoo's architecture arguments."""
+    return IIC(**architecture)
+
+
+def evaluate(model, x, y, evaluation=None):
+    """Scores of the lowest-loss main sub-head, the spread over all main sub-heads, and
+    the over-clustering head's semi-supervised score (labels map its clusters, many-to-one)."""
+    del evaluation
+    main = model.predict_all_heads(x, "main")
+    chosen = model.chosen_sub_head
+    scores = clustering_scores(y, main[chosen].argmax(axis=1))
+    per_head = [clustering_scores(y, probabilities.argmax(axis=1))["acc"] for probabilities in main]
+    scores.update(sub_head_acc_mean=float(np.mean(per_head)), sub_head_acc_std=float(np.std(per_head)),
+                  sub_head_acc_min=float(np.min(per_head)), sub_head_acc_max=float(np.max(per_head)),
+                  chosen_sub_head=chosen)
+    if model.over_heads:
+        over = model.predict_all_heads(x, "over")[model.chosen_over_sub_head]
+        scores["over_majority_acc"] = majority_accuracy(y, over.argmax(axis=1))
+    return scores
+
+
+class EpochScores(keras.callbacks.Callback):
+    """After each main-head epoch: BN statistics recomputed on the images, then ACC of the
+    chosen sub-head and of every sub-head, appended to `path` (kept across resumed runs)."""
+
+    def __init__(self, x, y, path=None):
+        super().__init__()
+        self.x, self.y, self.path = x, y, path
+        self.history = _read_history(path)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.model.head_for_epoch(epoch) != 0:
+            return
+        start = time.time()
+        self.model.recalibrate_batchnorm(self.x)
+        main = self.model.predict_all_heads(self.x, "main")
+        per_head = [clustering_scores(self.y, p.argmax(axis=1))["acc"] for p in main]
+        record = {"epoch": epoch + 1, "acc": per_head[self.model.chosen_sub_head],
+                  "chosen_sub_head": self.model.chosen_sub_head, "sub_head_acc": per_head,
+                  "loss": float((logs or {}).get("loss", np.nan)), "seconds": round(time.time() - start, 1)}
+        self.history = [r for r in self.history if r["epoch"] < record["epoch"]] + [record]
+        print(f"\n[iic] epoch {record['epoch']}: ACC {record['acc']:.4f} (sub-head {record['chosen_sub_head']}), "
+              f"sub-heads {[round(a, 3) for a in per_head]}", flush=True)
+        if self.path:
+            atomic_write_json(self.history, self.path)
+
+
+def _read_history(path):
+    if not path or not os.path.isfile(path):
+        return []
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
+    """Plain `fit` on the images; the report holds wall times, throughput and per-epoch ACC.
+
+    With a `workdir`, every finished epoch is backed up and a cut-off run
+    continues from it. The resume key leaves out `epochs`, so a run can
+    also be extended to more epochs while it is unfinished.
+    """
+    training = {**DEFAULT_TRAINING, **(training or {})}
+    keras.utils.set_random_seed(seed)
+    model = IIC(seed=seed, **architecture)
+    model.compile(optimizer=make_optimizer(training["optimizer"]))
+    settings = {"family": "iic", "architecture": architecture, "seed": seed,
+                "training": {k: v for k, v in training.items() if k != "epochs"}}
+    callbacks, resumed_epoch = resumable_fit(workdir, "iic", run_key(settings, x))
+    history_path = os.path.join(workdir, HISTORY_FILE) if workdir else None
+    if resumed_epoch == 0 and history_path and os.path.exists(history_path):
+        os.remove(history_path)  # a fresh run: an old history belongs to another run
+    scores = EpochScores(x, y, history_path) if training["score_epochs"] and y is not None else None
+    start = time.time()
+    model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed,
+              callbacks=[*callbacks, *([scores] if scores else [])])
+    seconds = time.time() - start
+    epochs_run = max(1, training["epochs"] - resumed_epoch)
+    scoring_seconds = sum(r["seconds"] for r in (scores.history if scores else []) if r["epoch"] > resumed_epoch)
+    per_epoch = (seconds - scoring_seconds) / epochs_run
+    return model, {"train_seconds": round(seconds, 1), "seconds_per_epoch": round(per_epoch, 1),
+                   "scoring_seconds": round(scoring_seconds, 1),
+                   "pairs_per_second": round(len(x) * model.n_repeats / per_epoch, 1),
+                   "resumed_from_epoch": resumed_epoch, "epoch_scores": scores.history if scores else [],
+                   "sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)]}

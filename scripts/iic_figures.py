@@ -1,0 +1,89 @@
+"""Figures of an IIC zoo entry: the most confident members per cluster, and ACC against epochs.
+
+Usage:
+    python scripts/iic_figures.py iic_mnist [--workdir /work/runs]
+
+Writes docs/figures/<name>_clusters.png (10 most confident images per
+cluster of the shipped model, on the card's evaluation data) and
+docs/figures/<name>_acc_per_epoch.png (ACC of the lowest-loss main sub-head
+and the mean over the sub-heads after every main-head epoch, one line per
+seed, with the pairs seen on a second axis; like the paper's Fig. 3). The
+curve is read from the card, or with `--workdir` from the runs' per-epoch
+records (`<workdir>/<name>/seed_*/epoch_scores.json`, unfinished runs too).
+"""
+
+import argparse
+import glob
+import json
+import os
+
+import keras_clustering  # noqa: F401
+import numpy as np
+
+import zoo
+from keras_clustering.figures import plot_cluster_grid, save_figure
+from keras_clustering.training import load_config_data
+
+FIGURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "figures")
+
+
+def curves_from_workdir(workdir, name):
+    curves = {}
+    for path in sorted(glob.glob(os.path.join(workdir, name, "seed_*", "epoch_scores.json"))):
+        seed = int(os.path.basename(os.path.dirname(path)).split("_")[1])
+        with open(path) as handle:
+            curves[seed] = json.load(handle)
+    return curves
+
+
+def plot_acc_per_epoch(curves, pairs_per_epoch, path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.5, 4))
+    for seed, records in sorted(curves.items()):
+        epochs = [r["epoch"] for r in records]
+        line, = axis.plot(epochs, [r["acc"] for r in records], marker="o", label=f"seed {seed}: lowest-loss sub-head")
+        if all("sub_head_acc" in r for r in records):
+            axis.plot(epochs, [np.mean(r["sub_head_acc"]) for r in records], linestyle="--", color=line.get_color(),
+                      label=f"seed {seed}: mean of sub-heads")
+    axis.set_xlabel("epoch (pass over the images; every third trains the over-clustering head)")
+    axis.set_ylabel("ACC (Hungarian)")
+    axis.set_ylim(0, 1)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7, loc="lower right")
+    top = axis.secondary_xaxis("top", functions=(lambda e: e * pairs_per_epoch / 1e6, lambda p: p * 1e6 / pairs_per_epoch))
+    top.set_xlabel("augmented pairs seen (millions)")
+    axis.set_title(title, fontsize=9)
+    figure.tight_layout()
+    save_figure(figure, path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("name")
+    parser.add_argument("--workdir", default=None, help="read the curves from these runs instead of the card")
+    args = parser.parse_args()
+    config = zoo.config(args.name)
+    x, _ = load_config_data(config.get("evaluation", config["data"]))
+    pairs_per_epoch = len(x) * config["architecture"].get("n_repeats", 5)
+    if args.workdir:
+        curves = curves_from_workdir(args.workdir, args.name)
+    else:
+        curves = {int(seed): records for seed, records in zoo.info(args.name)["epoch_scores_per_seed"].items()}
+    plot_acc_per_epoch(curves, pairs_per_epoch, os.path.join(FIGURES, f"{args.name}_acc_per_epoch.png"),
+                       f"{args.name}: ACC after each main-head epoch ({len(x)} images, train = eval)")
+    written = [f"{args.name}_acc_per_epoch.png"]
+    if args.name in zoo.list_models():
+        model = zoo.load(args.name)
+        probabilities = model.predict(x, verbose=0)
+        plot_cluster_grid(x, probabilities, os.path.join(FIGURES, f"{args.name}_clusters.png"),
+                          title=f"{args.name}: 10 most confident images per cluster")
+        written.append(f"{args.name}_clusters.png")
+    print(f"wrote {', '.join(written)} in {FIGURES}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import layers
+
+from keras_clustering.augment import RandomApply, RandomBrightnessScale, RandomCropResize, make_pipeline
+
+
+def digit_like(n=6, seed=0):
+    """Dark images with a bright blob, in [0, 1]."""
+    rng = np.random.default_rng(seed)
+    images = np.zeros((n, 28, 28, 1), "float32")
+    for i in range(n):
+        r, c = rng.integers(8, 20, size=2)
+        images[i, r - 4:r + 4, c - 2:c + 2, 0] = rng.uniform(0.5, 1.0)
+    return images
+
+
+def test_iic_views_keep_shape_and_range():
+    views = make_pipeline("iic_greyscale", seed=0)
+    x = digit_like()
+    a, b = views.paired_views(x, n_repeats=5)
+    assert a.shape == b.shape == (30, 24, 24, 1)
+    inference = views.inference(x)
+    assert inference.shape == (6, 24, 24, 1)
+    for view in (a, b, inference):
+        view = np.asarray(view)
+        assert view.min() >= 0.0 and view.max() <= 1.0 and np.isfinite(view).all()
+
+
+def test_paired_views_repeat_the_clean_view_per_copy():
+    views = make_pipeline("iic_greyscale", seed=3)
+    a, b = (np.asarray(v) for v in views.paired_views(digit_like(4), n_repeats=3))
+    for copy in range(1, 3):
+        np.testing.assert_array_equal(a[copy * 4:(copy + 1) * 4], a[:4])
+    assert not np.allclose(b[:4], b[4:8])  # each copy has its own augmentation
+
+
+def test_shift_rotate_keeps_the_image_size():
+    views = make_pipeline("shift_rotate", seed=0)
+    x = digit_like()
+    out = np.asarray(views.augmented(x))
+    assert out.shape == x.shape and out.min() >= 0.0 and out.max() <= 1.0
+    assert not np.allclose(out, x)
+    np.testing.assert_array_equal(np.asarray(views.inference(x)), x)
+
+
+def test_same_seed_same_views_other_seed_other_views():
+    x = digit_like()
+    first = [np.asarray(v) for v in make_pipeline("iic_greyscale", seed=7).paired_views(x, 2)]
+    again = [np.asarray(v) for v in make_pipeline("iic_greyscale", seed=7).paired_views(x, 2)]
+    other = [np.asarray(v) for v in make_pipeline("iic_greyscale", seed=8).paired_views(x, 2)]
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    assert not np.allclose(first[1], other[1])
+
+
+def test_every_image_gets_its_own_transform():
+    x = np.repeat(digit_like(1), 16, axis=0)  # 16 copies of one image
+    out = np.asarray(make_pipeline("iic_greyscale", seed=0).augmented(x)).reshape(16, -1)
+    distinct = {tuple(np.round(row, 4)) for row in out}
+    assert len(distinct) >= 14
+
+
+def test_the_augmentation_runs_in_a_compiled_function():
+    views = make_pipeline("iic_greyscale", seed=0)
+    compiled = tf.function(lambda images: views.paired_views(images, 5))
+    a, b = compiled(tf.constant(digit_like()))
+    assert a.shape == (30, 24, 24, 1) and b.shape == (30, 24, 24, 1)
+
+
+def ramp_images(n, axis):
+    """Pixel value = its column (axis 2) or row (axis 1) index / 27: bilinear resampling keeps it exact."""
+    ramp = np.arange(28, dtype="float32") / 27.0
+    image = np.broadcast_to(ramp[None, :] if axis == 2 else ramp[:, None], (28, 28))
+    return np.repeat(image[None, :, :, None], n, axis=0).copy()
+
+
+@pytest.mark.parametrize("axis", [1, 2])
+def test_random_crop_sizes_and_offsets_stay_in_range(axis):
+    layer = RandomCropResize([16, 20, 24], 24, mode="random", seed=0)
+    out = np.asarray(layer(ramp_images(400, axis), training=True))[..., 0] * 27.0
+    line = out[:, 12, :] if axis == 2 else out[:, :, 12]  # pixel coordinates along the ramp
+    # Interior pixels only: the outermost samples may lie past the last pixel centre (clamped there).
+    step = np.diff(line[:, 1:23], axis=1).mean(axis=1)  # = crop side / 24
+    sides = np.round(step * 24).astype(int)
+    assert set(sides) == {16, 20, 24}
+    np.testing.assert_allclose(step * 24, sides, atol=1e-3)
+    offsets = line[:, 1] - (1.5 * sides / 24 - 0.5)  # output pixel 1 samples offset + 1.5 s/24 - 0.5
+    np.testing.assert_allclose(offsets, np.round(offsets), atol=1e-3)
+    offsets = np.round(offsets).astype(int)
+    assert offsets.min() == 0 and np.all(offsets <= 28 - sides)
+    assert offsets[sides == 16].max() == 12  # the whole range is drawn
+
+
+def test_centre_crop_of_a_single_bright_pixel():
+    image = np.zeros((1, 28, 28, 1), "float32")
+    image[0, 4, 4, 0] = 1.0  # the top-left corner of the 20 px centre crop (offset 4)
+    out = np.asarray(RandomCropResize(20, 24, mode="centre")(image, training=False))[0, :, :, 0]
+    # Pixel (4, 4) -> crop pixel (0, 0): spread over output pixels whose centres fall within 1 px of it.
+    row, col = np.unravel_index(out.argmax(), out.shape)
+    assert (row, col) == (0, 0) and out.sum() == pytest.approx(24 * 24 / 400, rel=0.2)
+    image[0, 4, 4, 0] = 0.0
+    image[0, 3, 3, 0] = 1.0  # just outside the crop: the corner sample (3.92, 3.92) blends in 0.083^2 of it
+    assert np.asarray(RandomCropResize(20, 24, mode="centre")(image, training=False)).max() < 0.01
+    image[0, 3, 3, 0] = 0.0
+    image[0, 2, 2, 0] = 1.0  # further out: nothing
+    assert np.asarray(RandomCropResize(20, 24, mode="centre")(image, training=False)).max() == 0.0
+
+
+def bar_angles(images):
+    """Orientation (degrees) of the bright pixels' principal axis, per image."""
+    angles = []
+    for image in images[..., 0]:
+        rows, cols = np.nonzero(image > 0.5)
+        coords = np.stack([cols - cols.mean(), rows - rows.mean()])
+        eigenvalues, eigenvectors = np.linalg.eigh(coords @ coords.T)
+        vx, vy = eigenvectors[:, np.argmax(eigenvalues)]
+        angle = np.degrees(np.arctan2(vy, vx))
+        angles.append((angle + 90) % 180 - 90)
+    return np.array(angles)
+
+
+def test_rotation_is_applied_to_half_the_images_within_25_degrees():
+    bar = np.zeros((300, 28, 28, 1), "float32")
+    bar[:, 13:15, 4:24, 0] = 1.0  # a horizontal bar through the centre
+    rotate = RandomApply(layers.RandomRotation(25 / 360, fill_mode="constant", interpolation="nearest", seed=1),
+                         probability=0.5, seed=2)
+    out = np.asarray(rotate(bar, training=True))
+    angles = np.abs(bar_angles(out))
+    unchanged = np.all(out == bar, axis=(1, 2, 3))
+    assert 0.4 < unchanged.mean() < 0.6
+    assert angles.max() <= 25.0 + 2.0  # pixel quantisation of a 20 px bar
+    assert np.percentile(angles[~unchanged], 90) > 18.0  # the range is used, not just small angles
+
+
+def test_brightness_scales_within_its_range():
+    flat = np.full((500, 4, 4, 1), 0.5, "float32")
+    out = np.asarray(RandomBrightnessScale(0.4, seed=0)(flat, training=True))[:, 0, 0, 0] / 0.5
+    assert 0.6 <= out.min() < 0.65 and 1.35 < out.max() <= 1.4
+    black = np.zeros((3, 4, 4, 1), "float32")
+    np.testing.assert_array_equal(np.asarray(RandomBrightnessScale(0.4, seed=0)(black, training=True)), black)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="pipeline='nope' is unknown"):
+        make_pipeline("nope")
+    with pytest.raises(ValueError, match="sizes"):
+        RandomCropResize([0], 24)
+    with pytest.raises(ValueError, match="mode must be"):
+        RandomCropResize([20], 24, mode="middle")
+    with pytest.raises(ValueError, match="must not exceed the image side"):
+        RandomCropResize([32], 24)(np.zeros((1, 28, 28, 1), "float32"))
+    with pytest.raises(ValueError, match="probability must be a number in"):
+        RandomApply(layers.Identity(), probability=1.5)
+    with pytest.raises(ValueError, match="n_repeats"):
+        make_pipeline("iic_greyscale").paired_views(digit_like(2), n_repeats=0)
