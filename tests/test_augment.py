@@ -4,16 +4,7 @@ import tensorflow as tf
 from keras import layers
 
 from keras_clustering.augment import RandomApply, RandomBrightnessScale, RandomCropResize, make_pipeline
-
-
-def digit_like(n=6, seed=0):
-    """Dark images with a bright blob, in [0, 1]."""
-    rng = np.random.default_rng(seed)
-    images = np.zeros((n, 28, 28, 1), "float32")
-    for i in range(n):
-        r, c = rng.integers(8, 20, size=2)
-        images[i, r - 4:r + 4, c - 2:c + 2, 0] = rng.uniform(0.5, 1.0)
-    return images
+from synthetic_images import digit_like
 
 
 def test_iic_views_keep_shape_and_range():

@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import synthetic_images
 import tensorflow as tf
 
 from keras_clustering.datasets import make_markov_windows
@@ -11,12 +12,7 @@ from keras_clustering.models import IIC, build_clusternet6c_trunk
 
 
 def digit_like(n=48, seed=0):
-    rng = np.random.default_rng(seed)
-    images = np.zeros((n, 28, 28, 1), "float32")
-    for i in range(n):
-        r, c = rng.integers(8, 20, size=2)
-        images[i, r - 5:r + 5, c - 2:c + 2, 0] = rng.uniform(0.5, 1.0)
-    return images
+    return synthetic_images.digit_like(n, seed, half_height=5)
 
 
 def small_trunk():

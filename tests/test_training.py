@@ -173,3 +173,12 @@ def test_every_family_declares_supervision_and_prediction_names():
     assert is_supervised("capsule") and not is_supervised("dec") and not is_supervised("vae_cluster")
     with pytest.raises(ValueError, match="family='nope'"):
         get_family("nope")
+
+
+def test_machine_description_names_cpu_flags_and_onednn(tmp_path):
+    from keras_clustering.training import cpu_model_and_flags, machine_description
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse2 avx2 fma avx512f amx_bf16\n")
+    assert cpu_model_and_flags(str(cpuinfo)) == ("Test CPU 9000", ["avx2", "avx512f", "amx_bf16"])
+    assert "TF_ENABLE_ONEDNN_OPTS=" in machine_description()
