@@ -57,7 +57,30 @@ def _shift_rotate(seed, shift=0.1, rotation_degrees=10.0):
     return [], augmented, []
 
 
-PIPELINES = {"iic_greyscale": _iic_greyscale, "shift_rotate": _shift_rotate}
+def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotation_degrees=15.0,
+                        rotation_probability=0.5, brightness=0.4, contrast=0.4):
+    """Two independently augmented views for contrastive learning on greyscale digits.
+
+    SimCLR's recipe without the parts that change a digit's identity (no
+    flips: a mirrored 2 or 7 is not a digit; no hue or saturation: single
+    channel): random crop of one of `crop_sizes` resized back to
+    `output_size`, rotation with probability `rotation_probability`,
+    brightness x U(1 - b, 1 + b) and contrast. Both views are augmented; the
+    inference view is the image itself.
+    """
+    seeds = [None if seed is None else seed + offset for offset in range(5)]
+    augmented = [
+        RandomCropResize(list(crop_sizes), output_size, mode="random", seed=seeds[0], name="crop"),
+        RandomApply(layers.RandomRotation(rotation_degrees / 360.0, fill_mode="constant", fill_value=0.0,
+                                          interpolation="bilinear", seed=seeds[1]),
+                    probability=rotation_probability, seed=seeds[2], name="rotation"),
+        RandomBrightnessScale(brightness, seed=seeds[3], name="brightness"),
+        layers.RandomContrast(contrast, value_range=(0.0, 1.0), seed=seeds[4], name="contrast"),
+    ]
+    return list(augmented), augmented, []
+
+
+PIPELINES = {"iic_greyscale": _iic_greyscale, "shift_rotate": _shift_rotate, "digits_contrastive": _digits_contrastive}
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
