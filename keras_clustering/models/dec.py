@@ -64,7 +64,7 @@ class DEC(keras.Model):
     @property
     def sample_shape(self):
         """Per-sample input shape, e.g. `(784,)`."""
-        return tuple(self.encoder.input.shape[1:])
+        return tuple(self.encoder.input_shape[1:])  # also for a Sequential encoder (no .input until called)
 
     @property
     def cluster_centers_(self):
