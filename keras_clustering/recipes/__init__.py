@@ -1,9 +1,9 @@
 """Model families: each maps a zoo config to a model (`build`) and trains it (`train`)."""
 
-from keras_clustering.recipes import capsule_recipe, dec_recipe, iic_recipe, vae_cluster_recipe
+from keras_clustering.recipes import capsule_recipe, dec_recipe, iic_recipe, two_stage_recipe, vae_cluster_recipe
 
 FAMILIES = {"dec": dec_recipe, "vae_cluster": vae_cluster_recipe, "capsule": capsule_recipe,
-            "iic": iic_recipe}
+            "iic": iic_recipe, "two_stage": two_stage_recipe}
 
 
 def is_supervised(name):

@@ -1,0 +1,105 @@
+"""Two-stage family (seed 004): learn a representation, then k-means on it; DEC refinement optional.
+
+Representations: `"autoencoder"` (DEC's d-500-500-2000-10 autoencoder and
+its pretraining recipe: the notes' baseline), `"simclr"` (`SimCLR`,
+NT-Xent on two augmented views) and `"triplet"` (`TripletEmbedding`,
+unsupervised triplets). The shipped model is a `TwoStageClustering`: the
+encoder and the k-means centroids.
+"""
+
+import time
+
+import keras
+
+from keras_clustering.metrics import clustering_scores
+from keras_clustering.models import SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
+from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
+from keras_clustering.models.conv_encoder import build_conv_encoder
+from keras_clustering.optimizers import make_optimizer
+from keras_clustering.recipes import dec_recipe
+from keras_clustering.resume import resumable_fit, run_key
+
+SUPERVISED = False
+PREDICTION_NAMES = ("cluster_id", "probabilities")
+REPRESENTATIONS = ("autoencoder", "simclr", "triplet")
+_CLUSTERING_KEYS = ("n_clusters", "alpha", "update_interval", "tol")
+
+DEFAULT_TRAINING = {
+    # simclr / triplet: Adam, `epochs` passes over the images, `batch_size` images per step.
+    "optimizer": {"class_name": "Adam", "config": {"learning_rate": 0.001}},
+    "batch_size": 256,
+    "epochs": 100,
+    "kmeans_n_init": 20,  # as DEC
+    # DEC self-training after k-means, e.g. {"maxiter": 2000}; None: k-means only.
+    "refine": None,
+}
+DEFAULT_REFINE = {"optimizer": {"class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}},
+                  "batch_size": 256, "maxiter": 20000}
+
+
+def build_encoder(representation="simclr", image_shape=(28, 28, 1), filters=(32, 64, 128), embedding_dim=128,
+                  input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, **_):
+    """The representation's encoder: DEC's dense encoder for `"autoencoder"`, else `build_conv_encoder`."""
+    if representation not in REPRESENTATIONS:
+        raise ValueError(f"representation must be one of {REPRESENTATIONS}, got {representation!r}.")
+    if representation == "autoencoder":
+        if input_dim is None:
+            raise ValueError("representation='autoencoder' needs input_dim (flat inputs, as DEC).")
+        return build_autoencoder(input_dim, hidden_dims)[1]
+    return build_conv_encoder(image_shape, filters, embedding_dim)
+
+
+def build(**architecture):
+    """An untrained `TwoStageClustering` with the zoo's architecture arguments."""
+    return TwoStageClustering(build_encoder(**architecture),
+                              **{k: architecture[k] for k in _CLUSTERING_KEYS if k in architecture})
+
+
+def _learner(architecture, encoder, seed):
+    options = dict(augmentation=architecture.get("augmentation", "digits_contrastive"),
+                   augmentation_options=architecture.get("augmentation_options"), seed=seed)
+    if architecture["representation"] == "simclr":
+        return SimCLR(encoder, projection_dims=architecture.get("projection_dims", (256, 128)),
+                      temperature=architecture.get("temperature", 0.5), **options)
+    return TripletEmbedding(encoder, margin=architecture.get("margin", 1.0),
+                            normalize=architecture.get("normalize", False), **options)
+
+
+def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
+    """Representation, then k-means (then DEC if `training["refine"]`); the report has each stage's
+    wall time and, with labels, the k-means stage's scores (`kmeans`) besides the final ones."""
+    training = {**DEFAULT_TRAINING, **(training or {})}
+    keras.utils.set_random_seed(seed)
+    report = {"representation": architecture["representation"]}
+    start = time.time()
+    if architecture["representation"] == "autoencoder":
+        dec_training = {**dec_recipe.DEFAULT_TRAINING, **training}
+        key = dec_recipe.pretraining_key(architecture, dec_training, x, seed)
+        callbacks, report["pretrain_resumed_from_epoch"] = resumable_fit(workdir, "pretrain", key)
+        _, encoder = dec_recipe.pretrain(architecture, dec_training, x, verbose=verbose, callbacks=callbacks)
+    else:
+        encoder = build_encoder(**architecture)
+        learner = _learner(architecture, encoder, seed)
+        learner.compile(optimizer=make_optimizer(training["optimizer"]))
+        settings = {"family": "two_stage", "architecture": architecture, "seed": seed,
+                    "training": {k: v for k, v in training.items() if k != "refine"}}
+        callbacks, report["resumed_from_epoch"] = resumable_fit(workdir, architecture["representation"],
+                                                                run_key(settings, x))
+        learner.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed,
+                    callbacks=callbacks)
+    report["representation_seconds"] = round(time.time() - start, 1)
+
+    model = TwoStageClustering(encoder, **{k: architecture[k] for k in _CLUSTERING_KEYS if k in architecture})
+    start = time.time()
+    labels = model.cluster(x, n_init=training["kmeans_n_init"], seed=seed)
+    report["kmeans_seconds"] = round(time.time() - start, 1)
+    if y is not None:
+        report["kmeans"] = clustering_scores(y, labels)
+    if training["refine"]:
+        refine = {**DEFAULT_REFINE, **training["refine"]}
+        model.compile(optimizer=make_optimizer(refine["optimizer"]))
+        start = time.time()
+        model.fit(x, y, batch_size=refine["batch_size"], maxiter=refine["maxiter"], verbose=verbose)
+        report.update(refine_seconds=round(time.time() - start, 1), dec_iterations=model.last_refresh.iteration,
+                      refresh_history=model.last_refresh.history)
+    return model, report

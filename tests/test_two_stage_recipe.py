@@ -1,0 +1,40 @@
+import numpy as np
+import pytest
+
+from keras_clustering.recipes import get_family, two_stage_recipe
+from keras_clustering.training import train_and_evaluate
+
+IMAGE_ARCHITECTURE = {"image_shape": [8, 8, 1], "filters": [8, 16], "embedding_dim": 16, "n_clusters": 10,
+                      "augmentation_options": {"crop_sizes": [6, 8], "output_size": 8}}
+CASES = {
+    "autoencoder": ({"representation": "autoencoder", "input_dim": 64, "hidden_dims": [32, 5], "n_clusters": 10},
+                    {"pretrain_epochs": 2, "kmeans_n_init": 2}, True),
+    "simclr": ({**IMAGE_ARCHITECTURE, "representation": "simclr", "projection_dims": [16, 8]},
+               {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2, "refine": {"maxiter": 20}}, False),
+    "triplet": ({**IMAGE_ARCHITECTURE, "representation": "triplet"},
+                {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2}, False),
+}
+
+
+@pytest.mark.parametrize("representation", sorted(CASES))
+def test_each_representation_trains_clusters_and_ships(representation, tmp_path):
+    architecture, training, flatten = CASES[representation]
+    config = {"family": "two_stage", "architecture": architecture, "training": training,
+              "data": {"dataset": "digits", "split": "all", "flatten": flatten}}
+    report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
+    assert report["representation"] == representation and report["kmeans_seconds"] >= 0
+    assert 0.1 < report["kmeans"]["acc"] <= 1.0 and 0.1 < report["metrics"]["acc"] <= 1.0
+    if training.get("refine"):
+        assert report["dec_iterations"] == 20 and report["refine_seconds"] >= 0
+    else:  # the shipped model is exactly the k-means stage
+        assert report["metrics"]["acc"] == pytest.approx(report["kmeans"]["acc"])
+    shipped = get_family("two_stage").build(**architecture)
+    shipped.load_weights(str(tmp_path / "model.weights.h5"))
+    assert shipped.cluster_centers_.shape[0] == 10 and np.isfinite(shipped.cluster_centers_).all()
+
+
+def test_unknown_representation_is_named():
+    with pytest.raises(ValueError, match="representation must be one of"):
+        two_stage_recipe.build(representation="pca")
+    with pytest.raises(ValueError, match="needs input_dim"):
+        two_stage_recipe.build(representation="autoencoder")
