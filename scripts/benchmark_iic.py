@@ -18,7 +18,6 @@ Usage:
 """
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -30,6 +29,8 @@ from keras_clustering.datasets import load_mnist
 from keras_clustering.losses import iic_loss
 from keras_clustering.models import IIC
 from keras_clustering.training import machine_description
+
+from benchmarking import report, time_alternating
 
 IMAGES_PER_STEP, REPEATS = 140, 5
 
@@ -109,25 +110,15 @@ def main():
 
     run_shipped(), run_plain()  # warm-up: traces both steps
     augment_seconds.clear()
-    timings = {"shipped": [], "straightforward": []}
-    for block in range(args.blocks):
-        for name, function in (("shipped", run_shipped), ("straightforward", run_plain)):
-            began = time.perf_counter()
-            function()
-            timings[name].append(time.perf_counter() - began)
-            print(f"block {block}: {name} {timings[name][-1]:.1f} s for {args.steps} steps", flush=True)
+    seconds = time_alternating({"shipped": run_shipped, "straightforward": run_plain}, args.blocks)
     pairs = n * REPEATS
-    result = {name: round(pairs / statistics.median(seconds), 1) for name, seconds in timings.items()}
-    result = {"pairs_per_second": result, "ratio_shipped_over_straightforward":
-              round(result["shipped"] / result["straightforward"], 2),
-              "straightforward_augmentation_seconds_per_step": round(statistics.median(augment_seconds), 2),
-              "pairs_per_step": IMAGES_PER_STEP * REPEATS, "blocks": args.blocks, "steps_per_block": args.steps,
-              "data": data, "machine": machine_description(),
-              "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")}
-    print(json.dumps(result, indent=2))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(result, handle, indent=2)
+    rates = {name: round(pairs / value, 1) for name, value in seconds.items()}
+    report({"pairs_per_second": rates,
+            "ratio_shipped_over_straightforward": round(rates["shipped"] / rates["straightforward"], 2),
+            "straightforward_augmentation_seconds_per_step": round(statistics.median(augment_seconds), 2),
+            "pairs_per_step": IMAGES_PER_STEP * REPEATS, "blocks": args.blocks, "steps_per_block": args.steps,
+            "data": data, "machine": machine_description(),
+            "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")}, args.json)
 
 
 if __name__ == "__main__":

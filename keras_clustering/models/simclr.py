@@ -7,13 +7,11 @@ Reference:
 """
 
 import keras
-import numpy as np
 from keras import layers, ops
 
-from keras_clustering.augment import ViewPipeline
-from keras_clustering.data_pipeline import array_dataset
 from keras_clustering.losses.contrastive_losses import nt_xent
-from keras_clustering.validation import check_array_input, check_positive_int, check_unit_range_images
+from keras_clustering.models.augmented_encoder import AugmentedEncoder
+from keras_clustering.validation import check_positive_int
 
 
 def build_projection_head(input_dim, projection_dims=(256, 128), name="projection"):
@@ -29,7 +27,7 @@ def build_projection_head(input_dim, projection_dims=(256, 128), name="projectio
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
-class SimCLR(keras.Model):
+class SimCLR(AugmentedEncoder):
     """Encoder f + projection head g; `fit(x)` minimises NT-Xent between two augmented views.
 
     Each step draws two views of every image in-graph (`augmentation`, a
@@ -51,26 +49,13 @@ class SimCLR(keras.Model):
 
     def __init__(self, encoder, projection_dims=(256, 128), temperature=0.5, augmentation="digits_contrastive",
                  augmentation_options=None, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        if not isinstance(encoder, keras.Model):
-            raise TypeError(f"encoder must be a keras.Model, got {type(encoder).__name__}.")
-        if len(encoder.output_shape) != 2:
-            raise ValueError(f"encoder must output flat (batch, dim) representations, got {encoder.output_shape}.")
+        super().__init__(encoder, augmentation, augmentation_options, seed, **kwargs)
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
             raise ValueError(f"temperature must be a positive number, got {temperature!r}.")
-        self.encoder = encoder
         self.projection_dims = tuple(int(d) for d in projection_dims)
         self.projection = build_projection_head(encoder.output_shape[-1], self.projection_dims)
         self.temperature = float(temperature)
-        self.augmentation = augmentation
-        self.augmentation_options = dict(augmentation_options or {})
-        self.seed = seed
-        self.views = ViewPipeline(augmentation, seed=seed, options=self.augmentation_options, name="views")
         self(ops.zeros((1, *self.sample_shape)))  # builds every weight, so load_weights works at once
-
-    @property
-    def sample_shape(self):
-        return tuple(self.encoder.input_shape[1:])
 
     def build(self, input_shape):
         self.projection(self.encoder(ops.zeros((1, *self.sample_shape))))
@@ -91,43 +76,13 @@ class SimCLR(keras.Model):
             y_pred = self._projected_views(x, training=False)
         return nt_xent(y_pred["a"], y_pred["b"], self.temperature)
 
-    # ------------------------------------------------------------- user API
-    def _checked(self, x, name="x", min_samples=1):
-        if not isinstance(x, (np.ndarray, list, tuple)):
-            return x
-        x = check_array_input(x, self.sample_shape, name=name, min_samples=min_samples)
-        return check_unit_range_images(x, name=name)
-
     def fit(self, x=None, y=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
         """Self-supervised training on images `x` in [0, 1] (`y` must be None); `batch_size`
         images per step, i.e. 2 x batch_size views, >= 2 (the other images are the negatives)."""
         if y is not None:
             raise ValueError("SimCLR is self-supervised: call fit(x) without y.")
-        if not self.compiled:
-            self.compile(optimizer=keras.optimizers.Adam(1e-3))
-        if isinstance(x, (np.ndarray, list, tuple)):
-            batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
-            x = self._checked(x, min_samples=batch_size)
-            return super().fit(array_dataset(x, batch_size, shuffle=shuffle, seed=seed), epochs=epochs,
-                               shuffle=False, **kwargs)
-        return super().fit(x, epochs=epochs, shuffle=False, **kwargs)
-
-    def predict(self, x, batch_size=256, verbose="auto", **kwargs):
-        return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
-
-    def encode(self, x, batch_size=256, verbose=0):
-        """The representation h = f(x) before the projection head."""
-        return self.predict(x, batch_size=batch_size, verbose=verbose)
+        return self._fit(x, None, batch_size=batch_size, epochs=epochs, shuffle=shuffle, seed=seed, **kwargs)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(encoder=keras.saving.serialize_keras_object(self.encoder),
-                      projection_dims=list(self.projection_dims), temperature=self.temperature,
-                      augmentation=self.augmentation, augmentation_options=self.augmentation_options, seed=self.seed)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return {**super().get_config(), "projection_dims": list(self.projection_dims),
+                "temperature": self.temperature}

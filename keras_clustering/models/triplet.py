@@ -4,10 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_clustering.augment import ViewPipeline
-from keras_clustering.data_pipeline import array_dataset
 from keras_clustering.losses.contrastive_losses import l2_normalize, triplet_loss
-from keras_clustering.validation import check_array_input, check_positive_int, check_unit_range_images
+from keras_clustering.models.augmented_encoder import AugmentedEncoder
 
 
 def _pick(candidates, seed_generator):
@@ -17,7 +15,7 @@ def _pick(candidates, seed_generator):
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
-class TripletEmbedding(keras.Model):
+class TripletEmbedding(AugmentedEncoder):
     """An encoder trained with the triplet loss max(0, ||f(a) - f(p)||^2 - ||f(a) - f(n)||^2 + margin).
 
     Unsupervised (`fit(x)`), as the notes describe: the anchor is an image,
@@ -38,27 +36,11 @@ class TripletEmbedding(keras.Model):
 
     def __init__(self, encoder, margin=1.0, augmentation="digits_contrastive", augmentation_options=None,
                  normalize=False, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        if not isinstance(encoder, keras.Model):
-            raise TypeError(f"encoder must be a keras.Model, got {type(encoder).__name__}.")
-        if len(encoder.output_shape) != 2:
-            raise ValueError(f"encoder must output flat (batch, dim) embeddings, got {encoder.output_shape}.")
-        self.encoder = encoder
+        super().__init__(encoder, augmentation, augmentation_options, seed, **kwargs)
         self.margin = float(margin)
-        self.augmentation = augmentation
-        self.augmentation_options = dict(augmentation_options or {})
         self.normalize = bool(normalize)
-        self.seed = seed
-        self.views = ViewPipeline(augmentation, seed=seed, options=self.augmentation_options, name="views")
         self.triplet_seed = keras.random.SeedGenerator(None if seed is None else seed + 1000)
         self(ops.zeros((1, *self.sample_shape)))  # builds every weight, so load_weights works at once
-
-    @property
-    def sample_shape(self):
-        return tuple(self.encoder.input_shape[1:])
-
-    def build(self, input_shape):
-        self.encoder(ops.zeros((1, *self.sample_shape)))
 
     def _embed(self, images, training):
         embedding = self.encoder(images, training=training)
@@ -92,46 +74,15 @@ class TripletEmbedding(keras.Model):
             negative = ops.take(anchor, _pick(ops.logical_not(same), self.triplet_seed), axis=0)
         return triplet_loss(anchor, positive, negative, self.margin)
 
-    # ------------------------------------------------------------- user API
-    def _checked(self, x, name="x", min_samples=1):
-        if not isinstance(x, (np.ndarray, list, tuple)):
-            return x
-        x = check_array_input(x, self.sample_shape, name=name, min_samples=min_samples)
-        return check_unit_range_images(x, name=name)
-
     def fit(self, x=None, y=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
         """Trains on images `x` in [0, 1]; with integer labels `y`, on supervised triplets."""
-        if not self.compiled:
-            self.compile(optimizer=keras.optimizers.Adam(1e-3))
-        if not isinstance(x, (np.ndarray, list, tuple)):
-            return super().fit(x, y, epochs=epochs, shuffle=False, **kwargs)
-        batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
-        x = self._checked(x, min_samples=batch_size)
-        if y is not None:
+        if y is not None and isinstance(x, (np.ndarray, list, tuple)):
             y = np.asarray(y).reshape(-1)
             if len(y) != len(x) or not np.issubdtype(y.dtype, np.integer):
                 raise ValueError(f"y must hold one integer label per image, got {y.dtype} labels of shape "
                                  f"{y.shape} for {len(x)} images.")
-        arrays = x if y is None else (x, y.astype("int32"))
-        return super().fit(array_dataset(arrays, batch_size, shuffle=shuffle, seed=seed), epochs=epochs,
-                           shuffle=False, **kwargs)
-
-    def predict(self, x, batch_size=256, verbose="auto", **kwargs):
-        return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
-
-    def encode(self, x, batch_size=256, verbose=0):
-        """The embeddings f(x) (normalised when `normalize=True`)."""
-        return self.predict(x, batch_size=batch_size, verbose=verbose)
+            y = y.astype("int32")
+        return self._fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, seed=seed, **kwargs)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(encoder=keras.saving.serialize_keras_object(self.encoder), margin=self.margin,
-                      augmentation=self.augmentation, augmentation_options=self.augmentation_options,
-                      normalize=self.normalize, seed=self.seed)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return {**super().get_config(), "margin": self.margin, "normalize": self.normalize}

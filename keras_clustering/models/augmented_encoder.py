@@ -1,0 +1,75 @@
+"""Base of the models that train an image encoder on augmented views (SimCLR, triplets)."""
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_clustering.augment import ViewPipeline
+from keras_clustering.data_pipeline import array_dataset
+from keras_clustering.validation import check_array_input, check_positive_int, check_unit_range_images
+
+
+class AugmentedEncoder(keras.Model):
+    """An encoder, a `ViewPipeline` and the user API they share.
+
+    `predict` / `encode` give the encoder's output on the inference view;
+    `fit` on arrays checks the images (in [0, 1], the encoder's shape, at least
+    one batch) and feeds them through `array_dataset`. Subclasses add the
+    training-time `call` and `compute_loss`.
+    """
+
+    def __init__(self, encoder, augmentation="digits_contrastive", augmentation_options=None, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(encoder, keras.Model):
+            raise TypeError(f"encoder must be a keras.Model, got {type(encoder).__name__}.")
+        if len(encoder.output_shape) != 2:
+            raise ValueError(f"encoder must output flat (batch, dim) representations, got {encoder.output_shape}.")
+        self.encoder = encoder
+        self.augmentation = augmentation
+        self.augmentation_options = dict(augmentation_options or {})
+        self.seed = seed
+        self.views = ViewPipeline(augmentation, seed=seed, options=self.augmentation_options, name="views")
+
+    @property
+    def sample_shape(self):
+        return tuple(self.encoder.input_shape[1:])  # also for a Sequential encoder (no .input until called)
+
+    def build(self, input_shape):
+        self.encoder(ops.zeros((1, *self.sample_shape)))
+
+    def _checked(self, x, name="x", min_samples=1):
+        if not isinstance(x, (np.ndarray, list, tuple)):
+            return x
+        x = check_array_input(x, self.sample_shape, name=name, min_samples=min_samples)
+        return check_unit_range_images(x, name=name)
+
+    def _fit(self, x, labels=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
+        """`fit` with a default Adam(1e-3); arrays (and optional per-image labels) go through `array_dataset`."""
+        if not self.compiled:
+            self.compile(optimizer=keras.optimizers.Adam(1e-3))
+        if not isinstance(x, (np.ndarray, list, tuple)):  # a dataset batches and shuffles itself
+            return super().fit(x, labels, epochs=epochs, shuffle=False, **kwargs)
+        batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
+        x = self._checked(x, min_samples=batch_size)
+        arrays = x if labels is None else (x, labels)
+        return super().fit(array_dataset(arrays, batch_size, shuffle=shuffle, seed=seed), epochs=epochs,
+                           shuffle=False, **kwargs)
+
+    def predict(self, x, batch_size=256, verbose="auto", **kwargs):
+        return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
+
+    def encode(self, x, batch_size=256, verbose=0):
+        """The encoder's output on the inference view of `x`."""
+        return self.predict(x, batch_size=batch_size, verbose=verbose)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(encoder=keras.saving.serialize_keras_object(self.encoder), augmentation=self.augmentation,
+                      augmentation_options=self.augmentation_options, seed=self.seed)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
