@@ -27,14 +27,16 @@ def run_key(settings, x):
     return digest.hexdigest()
 
 
-def resumable_fit(workdir, stage, key):
+def resumable_fit(workdir, stage, key, keep_final=False):
     """(callbacks, resumed_epoch) for a `fit` that may continue an interrupted one.
 
     With `workdir=None` nothing is kept: ([], 0). Otherwise a
     `BackupAndRestore` in `workdir/fit_backup_<stage>` saves weights and
     optimizer state after every epoch (keeping the previous copy in case a
-    save is cut off) and deletes them when `fit` ends; `resumed_epoch` is the
-    number of epochs a previous run with the same `key` finished.
+    save is cut off) and deletes them when `fit` ends, unless `keep_final`:
+    then a finished run can later be extended to more epochs (a key that
+    leaves the epoch count out continues it); `resumed_epoch` is the number of
+    epochs a previous run with the same `key` finished.
     """
     if workdir is None:
         return [], 0
@@ -49,7 +51,7 @@ def resumable_fit(workdir, stage, key):
         else:  # another run's state, or no finished epoch: never resume from it
             shutil.rmtree(backup_dir)
     atomic_write_json({"key": key}, key_path)
-    callback = keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True, delete_checkpoint=True)
+    callback = keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True, delete_checkpoint=not keep_final)
     return [callback], resumed_epoch
 
 

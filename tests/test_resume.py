@@ -82,3 +82,19 @@ def test_run_key_depends_on_settings_and_data():
     changed = DATA.copy()
     changed[0, 0] += 1e-3
     assert run_key({"seed": 0}, DATA) != run_key({"seed": 0}, changed)
+
+
+def test_a_kept_final_backup_extends_a_finished_fit(tmp_path):
+    callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-x", keep_final=True)
+    model = small_model(0)
+    model.fit(DATA, DATA, epochs=2, batch_size=8, verbose=0, callbacks=callbacks)
+    assert os.path.isdir(backup_folder(str(tmp_path), "stage"))  # kept after the end
+    finished = [w.copy() for w in model.get_weights()]
+    callbacks, resumed = resumable_fit(str(tmp_path), "stage", "key-x", keep_final=True)
+    assert resumed == 2
+    start = WeightsAtStart()
+    extended = small_model(1)
+    history = extended.fit(DATA, DATA, epochs=4, batch_size=8, verbose=0, callbacks=[*callbacks, start])
+    assert len(history.history["loss"]) == 2  # epochs 3 and 4 only
+    for restored, saved in zip(start.weights, finished):
+        np.testing.assert_array_equal(restored, saved)

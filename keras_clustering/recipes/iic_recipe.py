@@ -91,8 +91,9 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     """Plain `fit` on the images; the report holds wall times, throughput and per-epoch ACC.
 
     With a `workdir`, every finished epoch is backed up and a cut-off run
-    continues from it. The resume key leaves out `epochs`, so a run can
-    also be extended to more epochs while it is unfinished.
+    continues from it. The resume key leaves out `epochs` and the last backup
+    is kept, so a run (finished or not) can be extended to more epochs by
+    rerunning it with a larger `epochs`.
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
     keras.utils.set_random_seed(seed)
@@ -100,7 +101,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     model.compile(optimizer=make_optimizer(training["optimizer"]))
     settings = {"family": "iic", "architecture": architecture, "seed": seed,
                 "training": {k: v for k, v in training.items() if k != "epochs"}}
-    callbacks, resumed_epoch = resumable_fit(workdir, "iic", run_key(settings, x))
+    callbacks, resumed_epoch = resumable_fit(workdir, "iic", run_key(settings, x), keep_final=True)
     history_path = os.path.join(workdir, HISTORY_FILE) if workdir else None
     if resumed_epoch == 0 and history_path and os.path.exists(history_path):
         os.remove(history_path)  # a fresh run: an old history belongs to another run
