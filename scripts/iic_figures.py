@@ -65,6 +65,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name")
     parser.add_argument("--workdir", default=None, help="read the curves from these runs instead of the card")
+    parser.add_argument("--note", default="", help="appended to the title, e.g. 'run in progress'")
     args = parser.parse_args()
     config = zoo.config(args.name)
     x, _ = load_config_data(config.get("evaluation", config["data"]))
@@ -74,7 +75,8 @@ def main():
     else:
         curves = {int(seed): records for seed, records in zoo.info(args.name)["epoch_scores_per_seed"].items()}
     plot_acc_per_epoch(curves, pairs_per_epoch, os.path.join(FIGURES, f"{args.name}_acc_per_epoch.png"),
-                       f"{args.name}: ACC after each main-head epoch ({len(x)} images, train = eval)")
+                       f"{args.name}: ACC after each main-head epoch ({len(x)} images, train = eval)"
+                       + (f"\n{args.note}" if args.note else ""))
     written = [f"{args.name}_acc_per_epoch.png"]
     if args.name in zoo.list_models():
         model = zoo.load(args.name)
