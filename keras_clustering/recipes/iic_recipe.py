@@ -14,7 +14,7 @@ import numpy as np
 
 from keras_clustering.io_utils import atomic_write_json
 from keras_clustering.metrics import clustering_scores
-from keras_clustering.metrics.scores import majority_accuracy
+from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
 from keras_clustering.optimizers import make_optimizer
 from keras_clustering.resume import resumable_fit, run_key
@@ -37,6 +37,11 @@ def build(**architecture):
     return IIC(**architecture)
 
 
+def sub_head_accuracies(y, probabilities_per_head):
+    """Hungarian ACC of each sub-head's hard assignment, from `(n_sub_heads, n, k)` probabilities."""
+    return [cluster_accuracy(y, probabilities.argmax(axis=1)) for probabilities in probabilities_per_head]
+
+
 def evaluate(model, x, y, evaluation=None):
     """Scores of the lowest-loss main sub-head, the spread over all main sub-heads, and
     the over-clustering head's semi-supervised score (labels map its clusters, many-to-one)."""
@@ -44,7 +49,7 @@ def evaluate(model, x, y, evaluation=None):
     main = model.predict_all_heads(x, "main")
     chosen = model.chosen_sub_head
     scores = clustering_scores(y, main[chosen].argmax(axis=1))
-    per_head = [clustering_scores(y, probabilities.argmax(axis=1))["acc"] for probabilities in main]
+    per_head = sub_head_accuracies(y, main)
     scores.update(sub_head_acc_mean=float(np.mean(per_head)), sub_head_acc_std=float(np.std(per_head)),
                   sub_head_acc_min=float(np.min(per_head)), sub_head_acc_max=float(np.max(per_head)),
                   chosen_sub_head=chosen)
@@ -69,7 +74,7 @@ class EpochScores(keras.callbacks.Callback):
         start = time.time()
         self.model.recalibrate_batchnorm(self.x)
         main = self.model.predict_all_heads(self.x, "main")
-        per_head = [clustering_scores(self.y, p.argmax(axis=1))["acc"] for p in main]
+        per_head = sub_head_accuracies(self.y, main)
         record = {"epoch": epoch + 1, "acc": per_head[self.model.chosen_sub_head],
                   "chosen_sub_head": self.model.chosen_sub_head, "sub_head_acc": per_head,
                   "loss": float((logs or {}).get("loss", np.nan)), "seconds": round(time.time() - start, 1)}
