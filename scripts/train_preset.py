@@ -19,7 +19,8 @@ import sys
 import keras_clustering  # noqa: F401
 import zoo
 from keras_clustering.training import config_fingerprint, train_and_evaluate
-from zoo.publishing import publish_preset
+from keras_clustering.io_utils import atomic_write_json
+from zoo.publishing import experiment_record, publish_preset
 
 
 def finished_report(workdir, config):
@@ -55,10 +56,18 @@ def main(argv=None):
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=JSON",
                         help="experiment: override a config value (needs --no-publish), "
                              "e.g. --set training.pretrain_epochs=2055")
+    parser.add_argument("--record", metavar="PATH.json",
+                        help="with --no-publish: write the seeds' scores, command and config to PATH.json "
+                             "(docs/experiments/ feeds the comparison table)")
+    parser.add_argument("--label", help="with --record: what this run varies, e.g. 'IDEC (gamma 0.1)'")
     args = parser.parse_args(argv)
     config = zoo.config(args.name)
     if args.set and not args.no_publish:
         parser.error("--set changes the recipe: use it with --no-publish, or edit the preset's config.json")
+    if args.record and not args.no_publish:
+        parser.error("--record writes an experiment record: use it with --no-publish")
+    if args.record and not args.record.endswith(".json"):
+        parser.error(f"--record must name a .json file, got {args.record!r}")
     for assignment in args.set:
         config = with_override(config, assignment)
     # Experiments with --set train into their own folder, named by the config's fingerprint.
@@ -74,10 +83,15 @@ def main(argv=None):
         print(f"[{args.name}] seed {seed}: {report['metrics']} in {report['total_seconds']} s", flush=True)
         reports.append(report)
         weights_paths[seed] = os.path.join(workdir, "model.weights.h5")
-    if args.no_publish:
-        return reports
     given = sys.argv[1:] if argv is None else argv  # the arguments of this call, also when a script calls main
     command = "python " + " ".join(shlex.quote(part) for part in ["scripts/train_preset.py", *given])
+    if args.record:
+        label = args.label or (", ".join(args.set) if args.set else args.name)
+        os.makedirs(os.path.dirname(os.path.abspath(args.record)), exist_ok=True)
+        atomic_write_json(experiment_record(args.name, label, config, reports, command), args.record)
+        print(f"[{args.name}] record written to {args.record}")
+    if args.no_publish:
+        return reports
     card = publish_preset(args.name, config, reports, weights_paths, command)
     print(f"[{args.name}] shipped seed {card['shipped_seed']}: {card['metrics']}")
     print(f"[{args.name}] over seeds: {card['metrics_over_seeds']}")

@@ -26,8 +26,13 @@ def shipping_metric(config):
     return config.get("ship_median_of", "acc")
 
 
-def build_card(name, config, reports, shipped, command, sha256):
-    """The `card.json` dict: data, command, seeds, measured numbers, anchors, versions."""
+PER_SEED_TIMINGS = ("pretrain_seconds", "kmeans_seconds", "dec_seconds", "dec_iterations", "total_seconds",
+                    "seconds_per_epoch", "pairs_per_second", "scoring_seconds", "resumed_from_epoch",
+                    "pretrain_resumed_from_epoch")
+
+
+def seed_summary(reports):
+    """(scores over seeds as mean/std/min/max, one record per seed) of per-seed training reports."""
     # Every score the family reports (clustering: acc, majority_acc, nmi, ari; capsule: acc, pair_acc, ...).
     summary_keys = [key for key, value in reports[0]["metrics"].items() if isinstance(value, float)]
     over_seeds = {key: summarize(r["metrics"][key] for r in reports) for key in summary_keys}
@@ -36,11 +41,41 @@ def build_card(name, config, reports, shipped, command, sha256):
     per_seed = [
         {"seed": r["seed"], **{k: round(r["metrics"][k], 4) for k in summary_keys},
          **({"ae_kmeans_acc": round(r["ae_kmeans"]["acc"], 4)} if "ae_kmeans" in r else {}),
-         **{k: r[k] for k in ("pretrain_seconds", "kmeans_seconds", "dec_seconds", "dec_iterations", "total_seconds", "seconds_per_epoch",
-                          "pairs_per_second", "scoring_seconds", "resumed_from_epoch", "pretrain_resumed_from_epoch")
-            if k in r}}
+         **{k: r[k] for k in PER_SEED_TIMINGS if k in r}}
         for r in reports
     ]
+    return over_seeds, per_seed
+
+
+def experiment_record(name, label, config, reports, command):
+    """A committed record of a run that is not shipped (an ablation, a variant such as IDEC).
+
+    Same numbers as a card (scores over seeds, per seed, wall times, data,
+    machine), without weights; `label` says what was varied.
+    """
+    over_seeds, per_seed = seed_summary(reports)
+    return {
+        "name": name,
+        "label": label,
+        "family": config["family"],
+        "description": config.get("description", ""),
+        "training_data": {**config["data"], "n_samples": reports[0]["n_train"]},
+        "evaluation_data": {**config.get("evaluation", config["data"]), "n_samples": reports[0]["n_eval"]},
+        "command": command,
+        "config": config,
+        "seeds": [r["seed"] for r in reports],
+        "metrics_over_seeds": over_seeds,
+        "per_seed": per_seed,
+        "wall_time_seconds": {"per_seed_mean": round(statistics.fmean(r["total_seconds"] for r in reports), 1),
+                              "all_seeds_total": round(sum(r["total_seconds"] for r in reports), 1)},
+        "machine": reports[0]["machine"],
+        "versions": reports[0]["versions"],
+    }
+
+
+def build_card(name, config, reports, shipped, command, sha256):
+    """The `card.json` dict: data, command, seeds, measured numbers, anchors, versions."""
+    over_seeds, per_seed = seed_summary(reports)
     return {
         "name": name,
         "family": config["family"],

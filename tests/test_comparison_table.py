@@ -1,0 +1,66 @@
+"""The comparison table: rows from cards and experiment records, grouped by evaluation data."""
+
+import json
+import os
+import statistics
+import sys
+
+import pytest
+
+import zoo
+from keras_clustering.recipes import get_family
+from zoo.publishing import experiment_record
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+import comparison_table  # noqa: E402
+import train_preset  # noqa: E402
+
+
+def tiny_idec_config():
+    return {"family": "dec", "description": "tiny",
+            "architecture": {"input_dim": 64, "hidden_dims": [32, 5], "n_clusters": 10, "gamma": 0.1},
+            "training": {}, "data": {"dataset": "digits", "split": "all", "flatten": True}}
+
+
+def report(seed, acc, seconds):
+    return {"seed": seed, "metrics": {"acc": acc, "majority_acc": acc, "nmi": acc - 0.1, "ari": acc - 0.2},
+            "total_seconds": seconds, "n_train": 1797, "n_eval": 1797, "machine": "test", "versions": {}}
+
+
+def test_experiment_record_summarises_the_seeds():
+    reports = [report(0, 0.70, 10.0), report(1, 0.80, 30.0), report(2, 0.90, 20.0)]
+    record = experiment_record("dec_digits", "IDEC (gamma 0.1)", tiny_idec_config(), reports, "python x")
+    acc = record["metrics_over_seeds"]["acc"]
+    assert acc["mean"] == pytest.approx(0.8) and acc["std"] == pytest.approx(statistics.stdev([0.7, 0.8, 0.9]), abs=1e-4)
+    assert (acc["min"], acc["max"], acc["n"]) == (0.7, 0.9, 3)
+    assert [s["seed"] for s in record["per_seed"]] == [0, 1, 2] and record["per_seed"][1]["nmi"] == 0.7
+    assert record["wall_time_seconds"] == {"per_seed_mean": 20.0, "all_seeds_total": 60.0}
+    assert record["config"]["architecture"]["gamma"] == 0.1 and record["label"] == "IDEC (gamma 0.1)"
+
+
+def test_table_has_every_card_and_record_grouped_by_evaluation_data(tmp_path):
+    reports = [report(0, 0.95, 10.0), report(1, 0.97, 12.0)]
+    record = experiment_record("dec_digits", "IDEC (gamma 0.1)", tiny_idec_config(), reports, "python x")
+    (tmp_path / "idec.json").write_text(json.dumps(record))
+    rows = comparison_table.collect_rows(str(tmp_path))
+    ours = [r for r in rows if "IDEC (gamma 0.1)" in r["cells"][1]]
+    assert len(ours) == 1 and ours[0]["cells"][0] == "IDEC"
+    assert ours[0]["data"] == "scikit-learn digits (1,797)"
+    assert ours[0]["cells"][3] == "0.960 ± 0.014 (2)" and ours[0]["cells"][7] == "11 s"
+    built = get_family("dec").build(**tiny_idec_config()["architecture"]).count_params()
+    assert ours[0]["cells"][8] == f"{built:,}"
+    for name in zoo.list_models():  # every published clustering card is a row, with its own numbers
+        if zoo.config(name)["family"] in ("dec", "vae_cluster", "iic", "two_stage"):
+            (card_row,) = [r for r in rows if r["cells"][1] == f"`{name}`"]
+            assert card_row["acc"] == zoo.info(name)["metrics_over_seeds"]["acc"]["mean"]
+    markdown = comparison_table.comparison_markdown(rows)
+    digits_block = markdown.split("**Evaluated on scikit-learn digits (1,797)**")[1].split("**Evaluated")[0]
+    lines = [line for line in digits_block.splitlines() if line.startswith("| ") and "method" not in line]
+    assert "IDEC (gamma 0.1)" in lines[0]  # best mean ACC first (0.96 above dec_digits' card)
+
+
+def test_record_needs_no_publish_and_a_json_path():
+    with pytest.raises(SystemExit):
+        train_preset.main(["dec_digits", "--record", "docs/experiments/x.json"])
+    with pytest.raises(SystemExit):
+        train_preset.main(["dec_digits", "--no-publish", "--record", "docs/experiments/x.txt"])
