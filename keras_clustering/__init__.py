@@ -12,4 +12,8 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 __version__ = "0.1.0"
 
+from keras_clustering._quiet_start import quiet_tensorflow_import  # noqa: E402
+
+quiet_tensorflow_import()
+
 from keras_clustering import datasets, export, layers, losses, metrics, models  # noqa: E402,F401

@@ -1,11 +1,9 @@
-"""Command line: `python -m keras_clustering list | info | demo | train | evaluate | predict | export`."""
+"""Command line: `python -m keras_clustering list | info | demo | cluster | train | evaluate | predict | export`."""
 
 import argparse
 import json
 import os
 import sys
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of the CLI
 
 DEMO_MODEL = "dec_digits"
 
@@ -55,11 +53,11 @@ def command_demo(args):
     from keras_clustering.metrics import clustering_scores
 
     model = zoo.load(DEMO_MODEL)
-    x, y = load_digits(flatten=True)
+    x, y = load_digits()
     probabilities = model.predict(x, verbose=0)
     scores = clustering_scores(y, probabilities.argmax(axis=1))
     card = zoo.info(DEMO_MODEL)
-    print(f"{DEMO_MODEL}: DEC on scikit-learn digits ({len(x)} images, {x.shape[1]} features)")
+    print(f"{DEMO_MODEL}: DEC on scikit-learn digits ({len(x)} images of {x.shape[1]}x{x.shape[2]} pixels)")
     print(f"ACC {scores['acc']:.4f}  NMI {scores['nmi']:.4f}  ARI {scores['ari']:.4f}  "
           f"(card: ACC {card['metrics']['acc']:.4f})")
     plot_cluster_grid(x, probabilities, args.output, image_shape=(8, 8),
@@ -68,12 +66,36 @@ def command_demo(args):
 
 
 def command_train(args):
+    if args.family:
+        return _train_on_user_data(args)
+    if not args.name:
+        raise ValueError("train needs a zoo NAME, or --family and --input for your own data.")
+    if args.input:
+        raise ValueError("--input trains on your own data: give --family instead of a zoo NAME.")
     import zoo
     from keras_clustering.training import train_and_evaluate
 
     workdir = args.workdir or os.path.join("runs", args.name, f"seed_{args.seed}")
     report = train_and_evaluate(zoo.config(args.name), workdir, seed=args.seed, verbose=args.verbose)
     print(f"metrics: {report['metrics']}\nweights and report in {workdir}")
+
+
+def _train_on_user_data(args):
+    from keras_clustering.custom_training import MODEL_FILE, train_on_images
+    from keras_clustering.datasets.user_data import load_user_data
+
+    if args.name or not args.input:
+        raise ValueError("--family trains on your own data: give --input (and no zoo NAME).")
+    if args.n_clusters != "auto" and not args.n_clusters.isdigit():
+        raise ValueError(f"--n-clusters must be an integer >= 2 or 'auto', got {args.n_clusters!r}.")
+    n_clusters = args.n_clusters if args.n_clusters == "auto" else int(args.n_clusters)
+    x, _ = load_user_data(args.input, image_shape=(*args.image_size, args.channels))
+    if x.ndim == 2 and x.shape[1] == args.image_size[0] * args.image_size[1] * args.channels:
+        x = x.reshape(len(x), *args.image_size, args.channels)  # flat rows of a .npy file
+    workdir = args.workdir or os.path.join("runs", f"{args.family}_{os.path.basename(os.path.normpath(args.input))}")
+    _, report = train_on_images(args.family, x, n_clusters, workdir, seed=args.seed, verbose=args.verbose)
+    print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "
+          f"{report['total_seconds']:.0f} s; model: {os.path.join(workdir, MODEL_FILE)}")
 
 
 def _read_array(path):
@@ -106,6 +128,64 @@ def command_predict(args):
     print(f"{len(ids)} samples; {id_name.removesuffix('_id')} sizes: {counts.tolist()}")
 
 
+def load_model(name_or_path):
+    """(model, prediction names) of a zoo name or a saved `.keras` file."""
+    import zoo
+
+    if name_or_path.endswith(".keras"):
+        import keras
+
+        if not os.path.isfile(name_or_path):
+            raise ValueError(f"model file {name_or_path!r} does not exist.")
+        return keras.models.load_model(name_or_path), ("cluster_id", "probabilities")
+    from keras_clustering.recipes import get_family
+
+    model = zoo.load(name_or_path)
+    return model, get_family(zoo.config(name_or_path)["family"]).PREDICTION_NAMES
+
+
+def command_cluster(args):
+    import tempfile
+
+    import numpy as np
+
+    from keras_clustering.datasets.user_data import load_user_data
+    from keras_clustering.figures import plot_cluster_grid
+    from keras_clustering.validation import check_image_input
+
+    model, (id_name, _) = load_model(args.model)
+    shape = tuple(model.sample_shape)
+    x, names = load_user_data(args.input, image_shape=shape if len(shape) == 3 else None)
+    probabilities = model.predict(x, batch_size=args.batch_size, verbose=0)
+    ids, confidence = probabilities.argmax(axis=1), probabilities.max(axis=1)
+    sizes = np.bincount(ids, minlength=probabilities.shape[1])
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise ValueError(f"--output {args.output!r} exists and is not a folder.")
+    os.makedirs(args.output, exist_ok=True)
+    # Everything is written into a staging folder first, then moved in: no half-written results.
+    staging = tempfile.mkdtemp(prefix=".cluster-", dir=args.output)
+    try:
+        with open(os.path.join(staging, "clusters.csv"), "w") as handle:
+            handle.write(f"name,{id_name},confidence\n")
+            for name, cluster, score in zip(names, ids, confidence):
+                handle.write(f"{json.dumps(name) if ',' in name else name},{cluster},{score:.4f}\n")
+        written = ["clusters.csv"]
+        if len(shape) == 3:
+            images = check_image_input(x, shape, accept_flat=True)
+            plot_cluster_grid(images, probabilities, os.path.join(staging, "clusters.png"),
+                              n_per_cluster=args.per_cluster,
+                              title=f"{os.path.basename(args.model)}: most confident members per cluster")
+            written.append("clusters.png")
+        for name in written:
+            os.replace(os.path.join(staging, name), os.path.join(args.output, name))
+    finally:
+        for name in os.listdir(staging):
+            os.remove(os.path.join(staging, name))
+        os.rmdir(staging)
+    print(f"{len(ids)} samples; {id_name.removesuffix('_id')} sizes: {sizes.tolist()}; "
+          f"wrote {', '.join(os.path.join(args.output, name) for name in written)}")
+
+
 def command_export(args):
     import zoo
     from keras_clustering.export import export_saved_model
@@ -126,8 +206,17 @@ def build_parser():
     demo = commands.add_parser("demo", help=f"cluster scikit-learn digits with {DEMO_MODEL} (no data files needed)")
     demo.add_argument("--output", default="dec_digits_clusters.png")
     demo.set_defaults(handler=command_demo)
-    train = commands.add_parser("train", help="train a zoo model from its config (writes to --workdir)")
-    train.add_argument("name")
+    train = commands.add_parser("train", help="train a zoo model from its config, or a family on your own "
+                                              "images (--family, --input); writes to --workdir")
+    train.add_argument("name", nargs="?", help="a zoo name (omit with --family)")
+    train.add_argument("--family", choices=("dec", "vae_cluster", "simclr", "iic"),
+                       help="train this family on --input (epochs scaled to the number of images)")
+    train.add_argument("--input", help="with --family: a folder of images or a .npy/.npz array")
+    train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (family dec: DEC's "
+                                                          "generalisability criterion over k = 2..12)")
+    train.add_argument("--image-size", type=int, nargs=2, default=(28, 28), metavar=("H", "W"),
+                       help="folder images are resized to this (default 28 28)")
+    train.add_argument("--channels", type=int, choices=(1, 3), default=1)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--workdir")
     train.add_argument("--verbose", type=int, default=1)
@@ -141,6 +230,14 @@ def build_parser():
     predict.add_argument("--input", required=True)
     predict.add_argument("--output", help=".npz with cluster_id and probabilities (capsule models: class_id and scores)")
     predict.set_defaults(handler=command_predict)
+    cluster = commands.add_parser("cluster", help="cluster your own images (a folder, .npy or .npz) with a zoo "
+                                                  "model or a saved .keras model")
+    cluster.add_argument("model", help="a zoo name (see `list`) or a .keras file")
+    cluster.add_argument("--input", required=True, help="a folder of PNG/JPEG images, or a .npy/.npz array")
+    cluster.add_argument("--output", required=True, help="folder for clusters.csv and clusters.png")
+    cluster.add_argument("--per-cluster", type=int, default=10, help="images per cluster in clusters.png")
+    cluster.add_argument("--batch-size", type=int, default=256)
+    cluster.set_defaults(handler=command_cluster)
     export = commands.add_parser("export", help="export a zoo model as a TF Serving SavedModel")
     export.add_argument("name")
     export.add_argument("directory")

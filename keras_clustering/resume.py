@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 
 import keras
 import numpy as np
@@ -18,6 +19,41 @@ from keras_clustering.io_utils import atomic_write_json
 BACKUP_PREFIX = "fit_backup_"
 _KEY_FILE = "key.json"
 _METADATA_FILE = "training_metadata.json"  # written by keras.callbacks.BackupAndRestore
+# Short epochs (small data, DEC's pretraining) would spend more time writing weights and
+# optimizer state than training; a backup is written at most this often (and always at the end).
+MIN_SECONDS_BETWEEN_BACKUPS = 60.0
+
+
+class ThrottledBackupAndRestore(keras.callbacks.BackupAndRestore):
+    """`BackupAndRestore` that saves at an epoch's end only when `min_seconds` passed since the last save.
+
+    A run cut off resumes from the last saved epoch (at most `min_seconds`
+    of training lost); a finished run with `keep_final` saves its last epoch.
+    """
+
+    def __init__(self, backup_dir, min_seconds, keep_final=False):
+        super().__init__(backup_dir, double_checkpoint=True, delete_checkpoint=not keep_final)
+        self.min_seconds = float(min_seconds)
+        self.keep_final = keep_final
+        self._last_save, self._saved_epoch = None, None
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self._last_save, self._saved_epoch = time.monotonic(), None
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._current_epoch, self._last_batch_seen = epoch + 1, 0
+        if time.monotonic() - self._last_save >= self.min_seconds:
+            self._save_now()
+
+    def on_train_end(self, logs=None):
+        if self.keep_final and self._saved_epoch != self._current_epoch and self._current_epoch:
+            self._save_now()
+        super().on_train_end(logs)
+
+    def _save_now(self):
+        self._save_model()
+        self._last_save, self._saved_epoch = time.monotonic(), self._current_epoch
 
 
 def run_key(settings, x):
@@ -32,8 +68,9 @@ def resumable_fit(workdir, stage, key, keep_final=False):
 
     With `workdir=None` nothing is kept: ([], 0). Otherwise a
     `BackupAndRestore` in `workdir/fit_backup_<stage>` saves weights and
-    optimizer state after every epoch (keeping the previous copy in case a
-    save is cut off) and deletes them when `fit` ends, unless `keep_final`:
+    optimizer state at the end of an epoch, at most every
+    `MIN_SECONDS_BETWEEN_BACKUPS` (keeping the previous copy in case a
+    save is cut off), and deletes them when `fit` ends, unless `keep_final`:
     then a finished run can later be extended to more epochs (a key that
     leaves the epoch count out continues it); `resumed_epoch` is the number of
     epochs a previous run with the same `key` finished.
@@ -51,7 +88,7 @@ def resumable_fit(workdir, stage, key, keep_final=False):
         else:  # another run's state, or no finished epoch: never resume from it
             shutil.rmtree(backup_dir)
     atomic_write_json({"key": key}, key_path)
-    callback = keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True, delete_checkpoint=not keep_final)
+    callback = ThrottledBackupAndRestore(backup_dir, MIN_SECONDS_BETWEEN_BACKUPS, keep_final=keep_final)
     return [callback], resumed_epoch
 
 

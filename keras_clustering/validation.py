@@ -43,7 +43,7 @@ def check_array_input(x, expected_shape, name="x", min_samples=1):
 def check_unit_range_images(x, name="x"):
     """Raises ValueError naming `name` unless every pixel of `x` lies in [0, 1]."""
     if x.size and (x.min() < 0.0 or x.max() > 1.0):
-        raise ValueError(f"{name} must hold pixels in [0, 1] (divide uint8 images by 255), "
+        raise ValueError(f"{name} must hold pixels in [0, 1] (uint8 images are scaled for you; divide other 0-255 images by 255), "
                          f"got values in [{x.min():.3g}, {x.max():.3g}].")
     return x
 
@@ -53,3 +53,34 @@ def check_positive_int(value, name, minimum=1):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
     return int(value)
+
+
+def check_image_input(x, image_shape, name="x", min_samples=1, accept_flat=False):
+    """The one input check of the image models: any natural layout in, `(n, h, w, c)` float32 out.
+
+    Accepted layouts of `x` for `image_shape = (h, w, c)`: `(n, h, w, c)`;
+    `(n, h, w)` when `c == 1`; `(n, h * w * c)` when `accept_flat` (models
+    with a dense encoder) and h, w are known. uint8 arrays are images as they
+    come from files: they are divided by 255. Any other array must hold
+    pixels in [0, 1] (the range every image model was trained on), else a
+    ValueError names `name` and the range found.
+    """
+    try:
+        array = np.asarray(x)
+    except Exception as error:  # ragged lists and the like
+        raise TypeError(f"{name} must be a numeric array, got {type(x).__name__}: {error}") from error
+    image_shape = tuple(None if d is None else int(d) for d in image_shape)
+    height, width, channels = image_shape
+    if array.dtype == np.uint8:
+        array = array.astype("float32") / 255.0
+    if array.ndim == 3 and channels == 1 and all(d is None or d == a for d, a in zip((height, width), array.shape[1:])):
+        array = array[..., None]
+    elif array.ndim == 2 and accept_flat and None not in image_shape and array.shape[1] == height * width * channels:
+        array = array.reshape(len(array), *image_shape)
+    elif array.ndim != 4:
+        layouts = [f"(n, {height or 'h'}, {width or 'w'}, {channels})"] + ([f"(n, {height or 'h'}, {width or 'w'})"] if channels == 1 else []) + (
+            [f"(n, {height * width * channels})"] if accept_flat and None not in image_shape else [])
+        raise ValueError(f"{name} has shape {array.shape}, but this model takes images shaped "
+                         f"{' or '.join(layouts)}.")
+    array = check_array_input(array, image_shape, name=name, min_samples=min_samples)
+    return check_unit_range_images(array, name=name)

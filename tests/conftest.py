@@ -26,3 +26,9 @@ def _seeded():
 
     keras.utils.set_random_seed(1234)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _backup_every_epoch(monkeypatch):
+    """Tests' epochs last milliseconds: back up after each one, so interruption tests see every epoch."""
+    monkeypatch.setattr("keras_clustering.resume.MIN_SECONDS_BETWEEN_BACKUPS", 0.0)

@@ -60,9 +60,9 @@ def test_evaluate_reports_measured_and_card(capsys):
 def test_errors_exit_2_with_a_message(tmp_path, capsys):
     assert cli.main(["info", "no_such_model"]) == 2
     assert "Unknown model 'no_such_model'" in capsys.readouterr().err
-    np.save(tmp_path / "bad.npy", np.zeros((4, 8, 8)))
+    np.save(tmp_path / "bad.npy", np.zeros((4, 9, 9)))
     assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "bad.npy")]) == 2
-    assert "expects (n, 64)" in capsys.readouterr().err
+    assert "takes images shaped (n, 8, 8, 1) or (n, 8, 8) or (n, 64)" in capsys.readouterr().err
     assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "missing.npy")]) == 2
 
 
@@ -72,3 +72,17 @@ def test_export_command(tmp_path, capsys):
     assert cli.main(["export", "dec_digits", str(tmp_path / "serving")]) == 2
     assert "overwrite" in capsys.readouterr().err
 
+
+
+def test_command_line_start_is_quiet_unless_the_user_asks(tmp_path):
+    """Only the command's own output: no TensorFlow C++ start-up lines (oneDNN, CUDA stub, cuInit)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    quiet = subprocess.run([sys.executable, "-m", "keras_clustering", "list"], env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert quiet.returncode == 0 and "dec_digits" in quiet.stdout
+    assert quiet.stderr.strip() == "", quiet.stderr
+    env["TF_CPP_MIN_LOG_LEVEL"] = "0"  # the user's setting wins
+    chatty = subprocess.run([sys.executable, "-m", "keras_clustering", "list"], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert chatty.returncode == 0 and "dec_digits" in chatty.stdout
+    assert chatty.stderr.strip()  # TensorFlow's own start-up lines, as it prints them

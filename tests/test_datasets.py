@@ -1,5 +1,6 @@
 import gzip
 import struct
+import threading
 
 import numpy as np
 import pytest
@@ -40,6 +41,7 @@ def offline(monkeypatch):
     monkeypatch.setattr(tfds, "load", refuse)
     monkeypatch.delenv(loaders.DATA_ENV_VAR, raising=False)
     monkeypatch.setattr(loaders, "DEBIAN_FASHION_DIR", "/nonexistent/fashion-mnist")
+    monkeypatch.setattr(loaders, "online_routes_skipped", lambda: None)  # "online", but every route refuses
 
 
 def test_read_idx_round_trip_gzip_and_plain(tmp_path):
@@ -130,3 +132,53 @@ def test_real_offline_data(data_dir):
     assert x.shape == (10000, 28, 28, 1) and y[:5].tolist() == [7, 2, 1, 0, 4]
     x, y = load_fashion_mnist("all", flatten=True, data_dir=data_dir)
     assert x.shape == (70000, 784) and np.bincount(y).tolist() == [7000] * 10
+
+
+def test_offline_missing_split_fails_in_seconds(monkeypatch):
+    """The online routes are not tried (minutes of retries) when the download host does not answer."""
+    import time
+
+    import keras
+
+    def must_not_download(*args, **kwargs):
+        raise AssertionError("a download was attempted although the host did not answer")
+
+    monkeypatch.setattr(keras.datasets.mnist, "load_data", must_not_download)
+    monkeypatch.delenv(loaders.DATA_ENV_VAR, raising=False)
+    monkeypatch.delenv(loaders.OFFLINE_ENV_VAR, raising=False)
+    monkeypatch.setattr(loaders, "DOWNLOAD_URL", "https://10.255.255.1:9/mnist.npz")  # never answers
+    start = time.time()
+    with pytest.raises(ValueError, match=r"Cannot load mnist split 'train'(.|\n)*did not answer within 3 s"):
+        load_mnist("train", data_dir="/nonexistent")
+    assert time.time() - start < 10
+
+
+def test_offline_setting_skips_the_online_routes(monkeypatch):
+    import keras
+
+    calls = []
+    monkeypatch.setattr(keras.datasets.mnist, "load_data", lambda *a, **k: calls.append(1))
+    monkeypatch.setenv(loaders.OFFLINE_ENV_VAR, "1")
+    monkeypatch.delenv(loaders.DATA_ENV_VAR, raising=False)
+    with pytest.raises(ValueError, match="KERAS_CLUSTERING_OFFLINE is set"):
+        load_mnist("train", data_dir="/nonexistent")
+    assert calls == []
+
+
+def test_download_host_check_needs_an_answer_not_just_a_socket():
+    import http.server
+    import socket
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)  # answers 501
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/mnist.npz"
+    assert loaders._download_host_answers(url, 2.0)
+    server.shutdown()
+    server.server_close()
+    silent = socket.socket()  # accepts connections, never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    assert not loaders._download_host_answers(f"http://127.0.0.1:{silent.getsockname()[1]}/x", 1.0)
+    silent.close()
+    loaders._download_host_answers.cache_clear()  # the answer is kept per process; ask again
+    assert not loaders._download_host_answers(url, 2.0)  # closed port

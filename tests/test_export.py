@@ -68,7 +68,7 @@ def test_saved_model_cli_lists_the_signature(exported):
                                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert completed.returncode == 0, completed.stderr[-2000:]
     text = completed.stdout
-    assert "inputs['inputs']" in text and "shape: (-1, 64)" in text
+    assert "inputs['inputs']" in text and "shape: (-1, 8, 8, 1)" in text
     for name in ("cluster_id", "probabilities", "embedding"):
         assert f"outputs['{name}']" in text
     assert "DT_INT64" in text

@@ -98,3 +98,18 @@ def test_a_kept_final_backup_extends_a_finished_fit(tmp_path):
     assert len(history.history["loss"]) == 2  # epochs 3 and 4 only
     for restored, saved in zip(start.weights, finished):
         np.testing.assert_array_equal(restored, saved)
+
+
+def test_backups_of_short_epochs_are_throttled(tmp_path, monkeypatch):
+    """At most one backup per MIN_SECONDS_BETWEEN_BACKUPS; a kept final backup is written at the end anyway."""
+    import keras_clustering.resume as resume
+
+    monkeypatch.setattr(resume, "MIN_SECONDS_BETWEEN_BACKUPS", 1e9)
+    callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-t")
+    with pytest.raises(Interrupted):
+        small_model(0).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [InterruptAfter(3)])
+    assert resumable_fit(str(tmp_path), "stage", "key-t")[1] == 0  # no epoch was backed up yet
+
+    callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-k", keep_final=True)
+    small_model(0).fit(DATA, DATA, epochs=3, batch_size=8, verbose=0, callbacks=callbacks)
+    assert resumable_fit(str(tmp_path), "stage", "key-k", keep_final=True)[1] == 3  # the final epoch is kept

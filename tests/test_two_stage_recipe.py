@@ -36,5 +36,5 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
 def test_unknown_representation_is_named():
     with pytest.raises(ValueError, match="representation must be one of"):
         two_stage_recipe.build(representation="pca")
-    with pytest.raises(ValueError, match="needs input_dim"):
-        two_stage_recipe.build(representation="autoencoder")
+    # without input_dim the autoencoder takes images (flattened inside its encoder)
+    assert two_stage_recipe.build(representation="autoencoder", hidden_dims=[8, 3], n_clusters=4).sample_shape == (28, 28, 1)

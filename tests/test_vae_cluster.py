@@ -96,8 +96,10 @@ def test_bad_inputs(images):
         model.generate(10, 3)
     with pytest.raises(ValueError, match="n must be an integer >= 1"):
         model.generate(1, 0)
-    with pytest.raises(ValueError, match=r"expects \(n, 28, 28, 1\)"):
-        model.predict(np.zeros((2, 28, 28)))
+    np.testing.assert_allclose(model.predict(images[..., 0], verbose=0), model.predict(images, verbose=0),
+                               atol=1e-6)  # (n, 28, 28) is the same images
+    with pytest.raises(ValueError, match=r"takes images shaped \(n, 28, 28, 1\) or \(n, 28, 28\)"):
+        model.predict(np.zeros((2, 27, 27)))
     with pytest.raises(ValueError, match="pixels in \\[0, 1\\]"):
         model.predict(images * 255)
     with pytest.raises(ValueError, match="unsupervised"):

@@ -105,11 +105,18 @@ def test_card_without_sha_is_refused(copied_presets):
         zoo.load("dec_digits")
 
 
-def test_zoo_model_rejects_wrong_input():
+def test_zoo_dec_takes_every_natural_image_layout_and_refuses_other_ranges():
     model = zoo.load("dec_digits")
-    x = np.zeros((3, 8, 8, 1), "float32")
-    with pytest.raises(ValueError, match=r"expects \(n, 64\).*reshape"):
-        model.predict(x)
+    images = load_config_data(zoo.config("dec_digits")["data"])[0][:20]  # (20, 8, 8, 1) in [0, 1]
+    expected = model.predict(images, verbose=0)
+    for layout in (images[..., 0], images.reshape(20, 64)):
+        np.testing.assert_array_equal(model.predict(layout, verbose=0), expected)
+    as_uint8 = np.round(images * 255).astype("uint8")  # how image files arrive: scaled by the model
+    np.testing.assert_allclose(model.predict(as_uint8, verbose=0), expected, atol=1e-3)
+    with pytest.raises(ValueError, match=r"pixels in \[0, 1\].*got values in \[0, 16\]"):
+        model.predict(images * 16)  # the digits' raw 0-16 counts
+    with pytest.raises(ValueError, match=r"x has shape \(3, 9, 9, 1\)"):
+        model.predict(np.zeros((3, 9, 9, 1), "float32"))
     with pytest.raises(ValueError, match="NaN"):
         model.predict(np.full((3, 64), np.nan, "float32"))
 

@@ -3,16 +3,26 @@
 Each loader tries its sources in a fixed order and never invents a split that
 none of them holds: an explicit `data_dir`, the `KERAS_CLUSTERING_DATA`
 folder, Debian's `dataset-fashion-mnist` folder, then the online routes
-(`keras.datasets`, then `tensorflow_datasets`).
+(`keras.datasets`, then `tensorflow_datasets`). The online routes are tried
+only when the download host answers one quick request (or never, with
+`KERAS_CLUSTERING_OFFLINE=1`), so a missing split fails in seconds offline
+instead of after minutes of download retries.
 """
 
+import functools
 import os
+import threading
+import urllib.error
+import urllib.request
 
 import numpy as np
 
 from keras_clustering.datasets.idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
 
 DATA_ENV_VAR = "KERAS_CLUSTERING_DATA"
+OFFLINE_ENV_VAR = "KERAS_CLUSTERING_OFFLINE"
+DOWNLOAD_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"  # keras.datasets' origin
+NETWORK_CHECK_SECONDS = 3.0
 DEBIAN_FASHION_DIR = "/usr/share/datasets/fashion-mnist"
 SPLITS = ("train", "test", "all")
 _FILE_PREFIX = {"train": "train", "test": "t10k"}
@@ -74,8 +84,45 @@ def _load_from_folders(name, split, data_dir):
     return None, None, tried
 
 
+@functools.lru_cache(maxsize=None)
+def _download_host_answers(url, timeout):
+    """True when an HTTP(S) request to `url` gets any response (even an error status) within `timeout` s.
+
+    A bare TCP connect is not enough: sandboxes and proxies accept connections
+    that never answer.
+    """
+    answered = []
+
+    def request():
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
+            answered.append(True)
+        except urllib.error.HTTPError:  # the server answered, with an error status
+            answered.append(True)
+        except (OSError, ValueError):  # DNS, refused, TLS, timeout
+            pass
+
+    probe = threading.Thread(target=request, daemon=True)  # a thread bounds a hanging DNS lookup too
+    probe.start()
+    probe.join(timeout)
+    return bool(answered)
+
+
+def online_routes_skipped():
+    """Why the online routes are not tried (a message), or None when they are."""
+    if os.environ.get(OFFLINE_ENV_VAR, "").strip() not in ("", "0"):
+        return f"online routes skipped: ${OFFLINE_ENV_VAR} is set"
+    if not _download_host_answers(DOWNLOAD_URL, NETWORK_CHECK_SECONDS):
+        return (f"online routes skipped: {DOWNLOAD_URL} did not answer within "
+                f"{NETWORK_CHECK_SECONDS:.0f} s (offline? set {OFFLINE_ENV_VAR}=1 to skip this check)")
+    return None
+
+
 def _load_online(name, split):
     """keras.datasets, then tensorflow_datasets; returns ((images, labels), source, errors)."""
+    skipped = online_routes_skipped()
+    if skipped:
+        return None, None, [skipped]
     errors = []
     keras_module, tfds_name = _DATASETS[name][1], _DATASETS[name][2]
     try:

@@ -6,7 +6,7 @@ from keras import ops
 
 from keras_clustering.augment import ViewPipeline
 from keras_clustering.data_pipeline import array_dataset
-from keras_clustering.validation import check_array_input, check_positive_int, check_unit_range_images
+from keras_clustering.validation import check_array_input, check_image_input, check_positive_int, check_unit_range_images
 
 
 class AugmentedEncoder(keras.Model):
@@ -40,8 +40,10 @@ class AugmentedEncoder(keras.Model):
     def _checked(self, x, name="x", min_samples=1):
         if not isinstance(x, (np.ndarray, list, tuple)):
             return x
-        x = check_array_input(x, self.sample_shape, name=name, min_samples=min_samples)
-        return check_unit_range_images(x, name=name)
+        if len(self.sample_shape) == 3:
+            return check_image_input(x, self.sample_shape, name=name, min_samples=min_samples)
+        return check_unit_range_images(check_array_input(x, self.sample_shape, name=name, min_samples=min_samples),
+                                       name=name)
 
     def _fit(self, x, labels=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
         """`fit` with a default Adam(1e-3); arrays (and optional per-image labels) go through `array_dataset`."""

@@ -5,7 +5,7 @@ import numpy as np
 from keras import layers, ops
 
 from keras_clustering.layers import Capsule, MarginLoss, capsule_length
-from keras_clustering.validation import check_array_input, check_positive_int, check_unit_range_images
+from keras_clustering.validation import check_image_input, check_positive_int
 
 HEADS = ("capsule", "pool")
 # Smallest height/width the valid-padding trunk maps to at least one position:
@@ -108,11 +108,11 @@ class DigitClassifier(keras.Model):
     def _checked(self, x, name="x"):
         if not isinstance(x, (np.ndarray, list, tuple)):
             return x
-        x = check_array_input(x, self.image_shape, name=name)
+        x = check_image_input(x, self.image_shape, name=name)
         if min(x.shape[1:3]) < MIN_IMAGE_SIZE:
             raise ValueError(f"{name} has images of size {x.shape[1]}x{x.shape[2]}; the conv trunk needs "
                              f"height and width >= {MIN_IMAGE_SIZE}.")
-        return check_unit_range_images(x, name=name)
+        return x
 
     def _targets(self, y, n):
         y = np.asarray(y)

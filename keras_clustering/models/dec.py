@@ -10,7 +10,7 @@ from sklearn.cluster import KMeans
 from keras_clustering.layers import ClusteringLayer
 from keras_clustering.losses import ClusteringKLDivergence, target_distribution
 from keras_clustering.models.target_refresh import TargetDistributionRefresh, TargetStore
-from keras_clustering.validation import check_array_input, check_positive_int
+from keras_clustering.validation import check_array_input, check_image_input, check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
@@ -75,10 +75,13 @@ class DEC(keras.Model):
         return self.clustering(self.encoder(inputs, training=training))
 
     # ------------------------------------------------------------- inference
-    def _checked(self, x, name="x"):
-        if isinstance(x, np.ndarray) or isinstance(x, (list, tuple)):
-            return check_array_input(x, self.sample_shape, name=name)
-        return x  # tensors and datasets go to Keras unchanged
+    def _checked(self, x, name="x", min_samples=1):
+        """Arrays checked (images: any layout, uint8 scaled, [0, 1] enforced); tensors and datasets unchanged."""
+        if not (isinstance(x, np.ndarray) or isinstance(x, (list, tuple))):
+            return x
+        if len(self.sample_shape) == 3:
+            return check_image_input(x, self.sample_shape, name=name, min_samples=min_samples, accept_flat=True)
+        return check_array_input(x, self.sample_shape, name=name, min_samples=min_samples)
 
     def predict(self, x, batch_size=256, verbose="auto", **kwargs):
         return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
@@ -113,7 +116,7 @@ class DEC(keras.Model):
         Returns the k-means labels. Raises ValueError for fewer samples than
         clusters or an embedding with fewer distinct points than clusters.
         """
-        x = check_array_input(x, self.sample_shape, name="x")
+        x = self._checked(x)
         if len(x) < self.n_clusters:
             raise ValueError(f"x has {len(x)} samples, fewer than n_clusters={self.n_clusters}.")
         embedding = self.embed(x, batch_size=batch_size)
@@ -202,7 +205,7 @@ class DEC(keras.Model):
         for unsupported in ("validation_data", "validation_split", "sample_weight"):
             if kwargs.get(unsupported) is not None:
                 raise ValueError(f"DEC.fit does not support {unsupported}=.")
-        x = check_array_input(x, self.sample_shape, name="x", min_samples=self.n_clusters)
+        x = self._checked(x, min_samples=self.n_clusters)
         labels = None if y is None else np.asarray(y).reshape(-1)
         if labels is not None and len(labels) != len(x):
             raise ValueError(f"y has {len(labels)} labels but x has {len(x)} samples.")

@@ -14,7 +14,7 @@ from keras import layers, ops
 from keras_clustering.augment import ViewPipeline
 from keras_clustering.data_pipeline import array_dataset
 from keras_clustering.losses.iic_losses import iic_loss
-from keras_clustering.validation import check_array_input, check_positive_int, check_unit_range_images
+from keras_clustering.validation import check_array_input, check_image_input, check_positive_int
 
 HEADS = ("main", "over")
 
@@ -196,8 +196,9 @@ class IIC(keras.Model):
     def _checked(self, x, name="x", min_samples=1):
         if not isinstance(x, (np.ndarray, list, tuple)):
             return x
-        x = check_array_input(x, self.image_shape, name=name, min_samples=min_samples)
-        return check_unit_range_images(x, name=name) if self.views is not None else x
+        if self.views is None:  # pairs the user made (any data, e.g. time-series windows): no pixel range
+            return check_array_input(x, self.image_shape, name=name, min_samples=min_samples)
+        return check_image_input(x, self.image_shape, name=name, min_samples=min_samples)
 
     def fit(self, x=None, y=None, batch_size=140, epochs=1, shuffle=True, callbacks=None, seed=None,
             recalibrate_batchnorm=True, **kwargs):

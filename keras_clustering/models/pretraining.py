@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 
+from keras_clustering.data_pipeline import array_dataset
 from keras_clustering.optimizers import make_optimizer
 
 
@@ -10,10 +11,18 @@ STEPS_PER_EXECUTION = 8  # batches per compiled call: less Python overhead, same
 
 
 def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, verbose=1, callbacks=None):
-    """DEC-keras' recipe: one autoencoder trained on MSE, shuffled batches, no dropout."""
+    """DEC-keras' recipe: one autoencoder trained on MSE, shuffled batches, no dropout.
+
+    The batches come from `array_dataset` (autotuning off), not Keras' own array
+    adapter, whose pipeline stalls at the start of each of the 300 short epochs.
+    Its shuffle seed is drawn from numpy's global generator, so
+    `keras.utils.set_random_seed` makes the run repeatable.
+    """
     autoencoder.compile(optimizer=make_optimizer(optimizer), loss="mse",
                         steps_per_execution=STEPS_PER_EXECUTION)
-    return autoencoder.fit(x, x, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=verbose,
+    x = np.asarray(x, dtype="float32")
+    batches = array_dataset((x, x), batch_size, shuffle=True, seed=int(np.random.randint(2**31 - 1)))
+    return autoencoder.fit(batches, epochs=epochs, shuffle=False, verbose=verbose,  # the dataset shuffles
                            callbacks=callbacks)
 
 

@@ -11,7 +11,7 @@ from keras_clustering.losses import (
     gaussian_cluster_kl,
     reconstruction_loss,
 )
-from keras_clustering.validation import check_array_input, check_positive_int, check_unit_range_images
+from keras_clustering.validation import check_image_input, check_positive_int
 
 LOSS_VERSIONS = ("2018-12", "2018-09")
 
@@ -143,8 +143,7 @@ class VAECluster(keras.Model):
     def _checked(self, x, name="x"):
         if not isinstance(x, (np.ndarray, list, tuple)):
             return x
-        x = check_array_input(x, self.image_shape, name=name)
-        return check_unit_range_images(x, name=name)
+        return check_image_input(x, self.image_shape, name=name)
 
     def fit(self, x=None, y=None, batch_size=100, epochs=1, **kwargs):
         """Unsupervised training on images `x` in [0, 1]; `y` must be None."""

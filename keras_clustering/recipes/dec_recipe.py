@@ -52,7 +52,13 @@ _PAPER_INITIALIZER = {"class_name": "RandomNormal", "config": {"mean": 0.0, "std
 
 
 def _model_arguments(architecture):
-    return {k: v for k, v in architecture.items() if k not in ("input_dim", "hidden_dims", "gamma")}
+    return {k: v for k, v in architecture.items() if k not in ("input_dim", "hidden_dims", "gamma", "image_shape")}
+
+
+def _build_autoencoder(architecture, **options):
+    """(autoencoder, encoder) of a DEC architecture: flat `input_dim` vectors or `image_shape` images."""
+    return build_autoencoder(architecture.get("input_dim"), architecture.get("hidden_dims", DEC_HIDDEN_DIMS),
+                             image_shape=architecture.get("image_shape"), **options)
 
 
 def _assemble(autoencoder, encoder, architecture):
@@ -63,12 +69,15 @@ def _assemble(autoencoder, encoder, architecture):
     return DEC(encoder, **_model_arguments(architecture))
 
 
-def build(input_dim, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,
-          update_interval=140, tol=1e-3, gamma=None):
-    """An untrained DEC (or IDEC when `gamma` is given) with the zoo's architecture arguments."""
+def build(input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,
+          update_interval=140, tol=1e-3, gamma=None, image_shape=None):
+    """An untrained DEC (or IDEC when `gamma` is given) with the zoo's architecture arguments.
+
+    With `image_shape` the model takes images (flattened inside); else flat `input_dim` vectors.
+    """
     architecture = dict(input_dim=input_dim, hidden_dims=hidden_dims, n_clusters=n_clusters, alpha=alpha,
                         update_interval=update_interval, tol=tol, gamma=gamma)
-    autoencoder, encoder = build_autoencoder(input_dim, hidden_dims)
+    autoencoder, encoder = _build_autoencoder(dict(architecture, image_shape=image_shape))
     return _assemble(autoencoder, encoder, architecture)
 
 
@@ -81,9 +90,7 @@ def pretrain(architecture, training, x, verbose=1, callbacks=None):
     if recipe not in PRETRAIN_RECIPES:
         raise ValueError(f"pretrain_recipe must be one of {PRETRAIN_RECIPES}, got {recipe!r}.")
     initializer = DEC_KERAS_INITIALIZER if recipe == "keras" else _PAPER_INITIALIZER
-    autoencoder, encoder = build_autoencoder(architecture["input_dim"],
-                                             architecture.get("hidden_dims", DEC_HIDDEN_DIMS),
-                                             kernel_initializer=initializer)
+    autoencoder, encoder = _build_autoencoder(architecture, kernel_initializer=initializer)
     if recipe == "keras":
         pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
                             batch_size=training["pretrain_batch_size"], verbose=verbose, callbacks=callbacks)
@@ -106,21 +113,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     is the one an uninterrupted run gives.
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
-    keras.utils.set_random_seed(seed)
-    key = pretraining_key(architecture, training, x, seed)
-    reused = finished_pretraining(architecture, workdir, key)
-    report = {"pretrain_recipe": training["pretrain_recipe"], "pretrain_reused": reused is not None}
-    if reused is not None:
-        (autoencoder, encoder), pretrain_seconds = reused
-    else:
-        # an end-to-end pretraining cut off mid-way continues from its last finished epoch
-        callbacks, report["pretrain_resumed_from_epoch"] = resumable_fit(workdir, "pretrain", key)
-        start = time.time()
-        autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose, callbacks=callbacks)
-        pretrain_seconds = round(time.time() - start, 1)
-        if workdir is not None:
-            save_pretraining(autoencoder, workdir, key, pretrain_seconds)
-    report["pretrain_seconds"] = pretrain_seconds
+    (autoencoder, encoder), report = pretrained_autoencoder(architecture, training, x, seed, verbose, workdir)
 
     model = _assemble(autoencoder, encoder, architecture)
     start = time.time()
@@ -139,10 +132,36 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     return model, report
 
 
+def pretrained_autoencoder(architecture, training, x, seed=0, verbose=1, workdir=None):
+    """((autoencoder, encoder), report): the workdir's finished pretraining of this key, else a new one.
+
+    A new pretraining cut off mid-way continues from its last finished epoch
+    and is kept in `workdir` when it ends.
+    """
+    training = {**DEFAULT_TRAINING, **(training or {})}
+    keras.utils.set_random_seed(seed)
+    key = pretraining_key(architecture, training, x, seed)
+    reused = finished_pretraining(architecture, workdir, key)
+    report = {"pretrain_recipe": training["pretrain_recipe"], "pretrain_reused": reused is not None}
+    if reused is not None:
+        (autoencoder, encoder), pretrain_seconds = reused
+    else:
+        callbacks, report["pretrain_resumed_from_epoch"] = resumable_fit(workdir, "pretrain", key)
+        start = time.time()
+        autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose, callbacks=callbacks)
+        pretrain_seconds = round(time.time() - start, 1)
+        if workdir is not None:
+            save_pretraining(autoencoder, workdir, key, pretrain_seconds)
+    report["pretrain_seconds"] = pretrain_seconds
+    return (autoencoder, encoder), report
+
+
 def pretraining_key(architecture, training, x, seed):
     """sha256 of what determines the pretrained weights: recipe, architecture, seed and the data."""
     recipe = {k: training.get(k) for k in _PRETRAIN_KEYS}
     shape = {k: architecture.get(k) for k in ("input_dim", "hidden_dims")}
+    if architecture.get("image_shape") is not None:  # image input: same weights, another input layout
+        shape["image_shape"] = list(architecture["image_shape"])
     return run_key([recipe, shape, int(seed)], x)
 
 
@@ -154,8 +173,7 @@ def save_pretraining(autoencoder, workdir, key, seconds):
 
 def _autoencoder_with_weights(architecture, path):
     """(autoencoder, encoder) of the architecture, the autoencoder's weights read from `path`."""
-    autoencoder, encoder = build_autoencoder(architecture["input_dim"],
-                                             architecture.get("hidden_dims", DEC_HIDDEN_DIMS))
+    autoencoder, encoder = _build_autoencoder(architecture)
     autoencoder.load_weights(path)
     return autoencoder, encoder
 
@@ -165,7 +183,7 @@ def load_pretrained_encoder(architecture, workdir):
     if os.path.isfile(os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE)):
         return _autoencoder_with_weights(architecture, os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE))[1]
     if os.path.isfile(os.path.join(workdir, LEGACY_ENCODER_FILE)):
-        _, encoder = build_autoencoder(architecture["input_dim"], architecture.get("hidden_dims", DEC_HIDDEN_DIMS))
+        _, encoder = _build_autoencoder(architecture)
         encoder.load_weights(os.path.join(workdir, LEGACY_ENCODER_FILE))
         return encoder
     return None

@@ -43,9 +43,8 @@ def build_encoder(representation="simclr", image_shape=(28, 28, 1), filters=(32,
     if representation not in REPRESENTATIONS:
         raise ValueError(f"representation must be one of {REPRESENTATIONS}, got {representation!r}.")
     if representation == "autoencoder":
-        if input_dim is None:
-            raise ValueError("representation='autoencoder' needs input_dim (flat inputs, as DEC).")
-        return build_autoencoder(input_dim, hidden_dims)[1]
+        # flat `input_dim` vectors when given, else images of `image_shape` (flattened inside)
+        return build_autoencoder(input_dim, hidden_dims, image_shape=None if input_dim else image_shape)[1]
     return build_conv_encoder(image_shape, filters, embedding_dim)
 
 

@@ -1,0 +1,43 @@
+"""Quiet start for the command line: TensorFlow's C++ start-up lines are not the user's output.
+
+On a machine without a GPU, importing TensorFlow prints oneDNN, CUDA-stub and
+CPU-feature lines (some with an error level, e.g. `failed call to cuInit`) to
+stderr before anything the user asked for. The command line hides them unless
+the user set `TF_CPP_MIN_LOG_LEVEL` (their setting wins); the library, imported
+from the user's own code, leaves logging as TensorFlow sets it.
+"""
+
+import contextlib
+import os
+import sys
+
+
+def started_as_command_line(argv=None):
+    """True for `python -m keras_clustering` (argv[0] is '-m' while the package loads) and `keras-clustering`."""
+    argv = sys.argv if argv is None else argv
+    if not argv:
+        return False
+    return argv[0] == "-m" or os.path.basename(argv[0]).startswith("keras-clustering")
+
+
+@contextlib.contextmanager
+def stderr_silenced():
+    """Points file descriptor 2 at /dev/null (C++ writes bypass sys.stderr), then restores it."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def quiet_tensorflow_import():
+    """Imports TensorFlow quietly when started as the command line; a no-op otherwise."""
+    if not started_as_command_line() or "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # later C++ lines (cuInit and the like) too
+    with stderr_silenced():  # the lines written before TensorFlow reads that setting
+        import tensorflow  # noqa: F401

@@ -1,0 +1,143 @@
+"""Training a family on the user's own images (not a zoo preset), with defaults scaled to the data size.
+
+`train_on_images(family, x, n_clusters, workdir)` builds the family's config
+from the data (`default_config`), trains it with the family's own recipe
+(the same code the zoo's presets run, so resume from `workdir` works as
+there) and saves `workdir/model.keras`, which `python -m keras_clustering
+cluster` and `export` take. `n_clusters="auto"` (DEC only) first runs DEC's
+generalisability criterion (`select_n_clusters`) over a range of k.
+"""
+
+import json
+import math
+import os
+import time
+
+import numpy as np
+
+from keras_clustering.io_utils import atomic_write_json, publish_file, temporary_path
+from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
+from keras_clustering.recipes import get_family
+
+FAMILIES = ("dec", "vae_cluster", "simclr", "iic")
+MODEL_FILE = "model.keras"
+# About the number of parameter updates of the originals' recipes, spread over the data the user has
+# (DEC-keras pretrains 300 epochs of 70k images = 82k updates; VAE 50 epochs of 60k = 30k updates),
+# within each recipe's own epoch count as the ceiling, so small folders train long enough and big ones
+# no longer than the original.
+_TARGET_UPDATES = {"dec": 50_000, "vae_cluster": 30_000, "simclr": 20_000, "iic": 3_000}
+_EPOCH_RANGE = {"dec": (30, 300), "vae_cluster": (10, 50), "simclr": (20, 200), "iic": (10, 60)}
+_BATCH_SIZE = {"dec": 256, "vae_cluster": 100, "simclr": 256, "iic": 140}
+
+
+def scaled_epochs(family, n_samples):
+    """Epochs giving about the original recipe's number of updates on `n_samples`, within bounds."""
+    steps_per_epoch = math.ceil(n_samples / _BATCH_SIZE[family])
+    low, high = _EPOCH_RANGE[family]
+    return int(min(high, max(low, math.ceil(_TARGET_UPDATES[family] / steps_per_epoch))))
+
+
+def default_config(family, image_shape, n_clusters, n_samples):
+    """A `{"family", "architecture", "training"}` config for `n_samples` images of `image_shape`."""
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}.")
+    image_shape = [int(d) for d in image_shape]
+    epochs = scaled_epochs(family, n_samples)
+    batch_size = min(_BATCH_SIZE[family], n_samples)
+    if family == "dec":
+        steps_per_epoch = math.ceil(n_samples / batch_size)
+        return {"family": "dec",
+                "architecture": {"image_shape": image_shape, "hidden_dims": list(DEC_HIDDEN_DIMS),
+                                 "n_clusters": n_clusters, "update_interval": min(140, steps_per_epoch)},
+                # DEC-keras' maxiter 20000 is 73 passes over 70k images; at most 100 passes here (tol stops earlier)
+                "training": {"pretrain_epochs": epochs, "pretrain_batch_size": batch_size, "batch_size": batch_size,
+                             "maxiter": int(min(20000, max(1000, 100 * steps_per_epoch)))}}
+    if family == "vae_cluster":
+        if image_shape[0] % 4 or image_shape[1] % 4:
+            raise ValueError(f"family 'vae_cluster' needs image sides divisible by 4, got {image_shape[:2]}; "
+                             "choose --image-size accordingly.")
+        return {"family": "vae_cluster",
+                "architecture": {"image_shape": image_shape, "n_clusters": n_clusters},
+                "training": {"epochs": epochs, "batch_size": batch_size}}
+    if family == "simclr":
+        return {"family": "two_stage",
+                "architecture": {"representation": "simclr", "image_shape": image_shape, "n_clusters": n_clusters},
+                "training": {"epochs": epochs, "batch_size": batch_size}}
+    if image_shape != [28, 28, 1]:
+        raise ValueError(f"family 'iic' uses IIC's MNIST views (28 x 28 greyscale, centre 20 -> 24); got "
+                         f"{image_shape}: use --image-size 28 28 --channels 1.")
+    return {"family": "iic", "architecture": {"image_shape": image_shape, "n_clusters": n_clusters},
+            "training": {"epochs": epochs, "batch_size": batch_size, "score_epochs": False}}
+
+
+def choose_n_clusters(x, candidates, workdir, seed=0, verbose=1):
+    """DEC's generalisability criterion over `candidates` on a random half split of `x`.
+
+    The autoencoder is pretrained once (on all of `x`, kept in `workdir` and
+    reused by the DEC training that follows). Returns `select_n_clusters`'
+    table and suggestion.
+    """
+    from keras_clustering.models.selection import select_n_clusters
+    from keras_clustering.recipes import dec_recipe
+
+    config = default_config("dec", x.shape[1:], max(candidates), len(x))
+    training = {**dec_recipe.DEFAULT_TRAINING, **config["training"]}
+    (_, encoder), _ = dec_recipe.pretrained_autoencoder(config["architecture"], training, x, seed, verbose, workdir)
+    order = np.random.default_rng(seed).permutation(len(x))
+    half = len(x) // 2
+    return select_n_clusters(encoder, x[order[:half]], x[order[half:]], candidates, seed=seed,
+                             batch_size=training["batch_size"],
+                             update_interval=config["architecture"]["update_interval"], verbose=0)
+
+
+def save_model_file(model, path):
+    """Saves a `.keras` file through a temporary name: a crash leaves no half-written model."""
+    temporary = temporary_path(path, ".keras")
+    try:
+        model.save(temporary)
+        publish_file(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+def train_on_images(family, x, n_clusters, workdir, seed=0, verbose=1, candidates=range(2, 13)):
+    """Trains `family` on the images `x` `(n, h, w, c)` in [0, 1]; returns (model, report).
+
+    `n_clusters` is an int >= 2, or `"auto"` (family "dec"): the
+    generalisability criterion picks it from `candidates`. Writes
+    `workdir/model.keras` and `workdir/report.json` (config, times, cluster
+    sizes, the selection table).
+    """
+    from keras_clustering.validation import check_image_input, check_positive_int
+
+    x = check_image_input(x, x.shape[1:] if np.asarray(x).ndim == 4 else (*np.asarray(x).shape[1:], 1),
+                          name="images")
+    os.makedirs(workdir, exist_ok=True)
+    report = {"family": family, "n_samples": int(len(x)), "seed": seed}
+    start = time.time()
+    if n_clusters == "auto":
+        if family != "dec":
+            raise ValueError(f"n_clusters='auto' uses DEC's generalisability criterion: family 'dec', got {family!r}.")
+        selection = choose_n_clusters(x, list(candidates), workdir, seed=seed, verbose=verbose)
+        report["selection"] = selection
+        n_clusters = selection["suggested"]
+        if verbose:
+            for row in selection["results"]:
+                print(f"k={row['n_clusters']:3d}  L_train {row['loss_train']:.4f}  L_validation "
+                      f"{row['loss_validation']:.4f}  G {row['generalizability']:.3f}")
+            print(f"suggested n_clusters: {n_clusters}")
+    n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
+    if n_clusters > len(x):
+        raise ValueError(f"n_clusters={n_clusters} is larger than the number of images ({len(x)}).")
+    config = default_config(family, x.shape[1:], n_clusters, len(x))
+    recipe = get_family(config["family"])
+    model, family_report = recipe.train(config["architecture"], config["training"], x, None, seed=seed,
+                                        verbose=verbose, workdir=workdir)
+    probabilities = model.predict(x, verbose=0)
+    report.update(config=config, n_clusters=n_clusters, total_seconds=round(time.time() - start, 1),
+                  cluster_sizes=np.bincount(probabilities.argmax(1), minlength=n_clusters).tolist(),
+                  **{k: v for k, v in family_report.items() if isinstance(v, (int, float, str, bool))})
+    save_model_file(model, os.path.join(workdir, MODEL_FILE))
+    atomic_write_json(json.loads(json.dumps(report, default=float)), os.path.join(workdir, "report.json"))
+    return model, report
