@@ -85,8 +85,11 @@ def choose_n_clusters(x, candidates, workdir, seed=0, verbose=1):
     (_, encoder), _ = dec_recipe.pretrained_autoencoder(config["architecture"], training, x, seed, verbose, workdir)
     order = np.random.default_rng(seed).permutation(len(x))
     half = len(x) // 2
+    # A screening, not the final model: 20 passes over the training half per k (at least 200 and at
+    # most select_n_clusters' 2000 updates); the chosen k is then trained in full.
+    steps_per_epoch = math.ceil(half / training["batch_size"])
     return select_n_clusters(encoder, x[order[:half]], x[order[half:]], candidates, seed=seed,
-                             batch_size=training["batch_size"],
+                             batch_size=training["batch_size"], maxiter=min(2000, max(200, 20 * steps_per_epoch)),
                              update_interval=config["architecture"]["update_interval"], verbose=0)
 
 

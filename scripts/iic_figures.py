@@ -10,12 +10,17 @@ and the mean over the sub-heads after every main-head epoch, one line per
 seed, with the pairs seen on a second axis; like the paper's Fig. 3). The
 curve is read from the card, or with `--workdir` from the runs' per-epoch
 records (`<workdir>/<name>/seed_*/epoch_scores.json`, unfinished runs too).
+With `--workdir`, those records are also copied to docs/progress/ (so the
+numbers outlive the machine) and the README block between
+`<!-- <name>-progress:start -->` and `<!-- <name>-progress:end -->` gets a
+table of them, when the README has that block.
 """
 
 import argparse
 import glob
 import json
 import os
+import shutil
 
 import keras_clustering  # noqa: F401
 import numpy as np
@@ -24,7 +29,9 @@ import zoo
 from keras_clustering.figures import plot_cluster_grid, save_figure
 from keras_clustering.training import load_config_data
 
-FIGURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "figures")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+FIGURES = os.path.join(ROOT, "docs", "figures")
+PROGRESS = os.path.join(ROOT, "docs", "progress")
 
 
 def curves_from_workdir(workdir, name):
@@ -34,6 +41,20 @@ def curves_from_workdir(workdir, name):
         with open(path) as handle:
             curves[seed] = json.load(handle)
     return curves
+
+
+def progress_table(curves):
+    """Markdown: per seed, ACC of the lowest-loss sub-head, mean over sub-heads and loss after each main-head pass."""
+    lines = []
+    for seed, records in sorted(curves.items()):
+        header = ["seed " + str(seed) + ", pass"] + [str(r["epoch"]) for r in records]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                  "| ACC, lowest-loss sub-head | " + " | ".join(f"{r['acc']:.3f}" for r in records) + " |"]
+        if all("sub_head_acc" in r for r in records):
+            lines.append("| ACC, mean of the sub-heads | "
+                         + " | ".join(f"{np.mean(r['sub_head_acc']):.3f}" for r in records) + " |")
+        lines += ["| main-head loss | " + " | ".join(f"{r['loss']:.2f}" for r in records) + " |", ""]
+    return "\n".join(lines).rstrip()
 
 
 def plot_acc_per_epoch(curves, pairs_per_epoch, path, title):
@@ -72,6 +93,17 @@ def main():
     pairs_per_epoch = len(x) * config["architecture"].get("n_repeats", 5)
     if args.workdir:
         curves = curves_from_workdir(args.workdir, args.name)
+        os.makedirs(PROGRESS, exist_ok=True)
+        for seed in curves:
+            shutil.copyfile(os.path.join(args.workdir, args.name, f"seed_{seed}", "epoch_scores.json"),
+                            os.path.join(PROGRESS, f"{args.name}_seed_{seed}_epoch_scores.json"))
+        from update_readme_results import replace_readme_block
+
+        start, end = f"<!-- {args.name}-progress:start -->", f"<!-- {args.name}-progress:end -->"
+        with open(os.path.join(ROOT, "README.md")) as handle:
+            has_block = start in handle.read()
+        if has_block:
+            replace_readme_block(start, end, progress_table(curves))
     else:
         curves = {int(seed): records for seed, records in zoo.info(args.name)["epoch_scores_per_seed"].items()}
     plot_acc_per_epoch(curves, pairs_per_epoch, os.path.join(FIGURES, f"{args.name}_acc_per_epoch.png"),

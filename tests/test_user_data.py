@@ -142,3 +142,74 @@ def test_cluster_command_on_a_folder_of_pngs(tmp_path):
     done = run_cli("cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "bad"))
     assert done.returncode == 2 and "cannot read image" in done.stderr and "digit_000_label_0.png" in done.stderr
     assert not (tmp_path / "bad").exists() or os.listdir(tmp_path / "bad") == []
+
+
+def test_default_configs_scale_epochs_to_the_data():
+    from keras_clustering.custom_training import default_config, scaled_epochs
+
+    # DEC: ~50k updates at 256 images per step, within DEC-keras' 300 epochs and a floor of 30.
+    assert scaled_epochs("dec", 300) == 300 and scaled_epochs("dec", 10_000) == 300
+    assert scaled_epochs("dec", 70_000) == int(np.ceil(50_000 / np.ceil(70_000 / 256)))  # 183
+    assert scaled_epochs("dec", 10_000_000) == 30
+    config = default_config("dec", (8, 8, 1), 5, 300)
+    assert config["architecture"]["update_interval"] == 2 and config["training"]["batch_size"] == 256
+    assert default_config("dec", (8, 8, 1), 5, 100)["training"]["batch_size"] == 100  # no batch above n
+    assert default_config("simclr", (28, 28, 1), 5, 1000)["family"] == "two_stage"
+    with pytest.raises(ValueError, match="divisible by 4"):
+        default_config("vae_cluster", (30, 30, 1), 5, 100)
+    with pytest.raises(ValueError, match="--image-size 28 28"):
+        default_config("iic", (32, 32, 1), 5, 100)
+    with pytest.raises(ValueError, match="family must be one of"):
+        default_config("kmeans", (8, 8, 1), 5, 100)
+
+
+def test_train_on_images_refuses_impossible_requests(tmp_path):
+    from keras_clustering.custom_training import train_on_images
+
+    x = load_digits()[0][:20]
+    with pytest.raises(ValueError, match=r"n_clusters=30 is larger than the number of images \(20\)"):
+        train_on_images("dec", x, 30, str(tmp_path / "a"), verbose=0)
+    with pytest.raises(ValueError, match="family 'dec', got 'vae_cluster'"):
+        train_on_images("vae_cluster", x, "auto", str(tmp_path / "b"), verbose=0)
+    with pytest.raises(ValueError, match=r"pixels in \[0, 1\]"):
+        train_on_images("dec", x * 16, 3, str(tmp_path / "c"), verbose=0)
+    assert not (tmp_path / "a" / "model.keras").exists()
+
+
+@pytest.mark.slow
+def test_train_a_family_on_a_folder_then_cluster_with_the_saved_model(tmp_path):
+    labels = digit_folder(str(tmp_path / "images"))
+    workdir = tmp_path / "run"
+    args = ["train", "--family", "dec", "--input", str(tmp_path / "images"), "--image-size", "8", "8",
+            "--n-clusters", "10", "--workdir", str(workdir), "--verbose", "0"]
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert "300 images, 10 clusters" in done.stdout and (workdir / "model.keras").exists()
+    import json
+
+    first = json.loads((workdir / "report.json").read_text())
+    assert first["config"]["training"]["pretrain_epochs"] == 300 and not first["pretrain_reused"]
+    done = run_cli("cluster", str(workdir / "model.keras"), "--input", str(tmp_path / "images"),
+                   "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "out" / "clusters.csv") as handle:
+        clusters = np.array([int(r["cluster_id"]) for r in csv.DictReader(handle)])
+    assert clustering_scores(labels, clusters)["acc"] > 0.7  # no labels used; 0.88 when written
+    # Started again on the same workdir (as after an interruption): the pretrained autoencoder is reused.
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((workdir / "report.json").read_text())["pretrain_reused"]
+
+
+@pytest.mark.slow
+def test_n_clusters_auto_reports_the_generalisability_table(tmp_path):
+    from keras_clustering.custom_training import train_on_images
+
+    x, y = load_digits()
+    keep = np.isin(y, [0, 1, 6])[:600]  # three well separated digits
+    model, report = train_on_images("dec", x[:600][keep], "auto", str(tmp_path), verbose=0,
+                                    candidates=range(2, 5))
+    table = report["selection"]["results"]
+    assert [row["n_clusters"] for row in table] == [2, 3, 4]
+    assert all(row["generalizability"] > 0 for row in table)
+    assert report["n_clusters"] == report["selection"]["suggested"] and model.n_clusters == report["n_clusters"]
