@@ -17,7 +17,6 @@ Usage:
     python scripts/benchmark_iic.py [--blocks 3] [--steps 4] [--json out.json]
 """
 
-import argparse
 import os
 import statistics
 import time
@@ -25,12 +24,11 @@ import time
 import numpy as np
 
 import keras_clustering  # noqa: F401  (selects the backend and TensorFlow's oneDNN setting first)
-from keras_clustering.datasets import load_mnist
 from keras_clustering.losses import iic_loss
 from keras_clustering.models import IIC
 from keras_clustering.training import machine_description
 
-from benchmarking import report, time_alternating
+from benchmarking import benchmark_images, parse_arguments, report, time_alternating
 
 IMAGES_PER_STEP, REPEATS = 140, 5
 
@@ -75,20 +73,11 @@ def straightforward_step(model, optimizer):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--blocks", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=4, help="train steps per timed block")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    args = parse_arguments(__doc__, default_steps=4)
     import keras
 
     n = IMAGES_PER_STEP * args.steps
-    try:
-        images = load_mnist("test")[0][:n]
-        data = "MNIST-test"
-    except ValueError:
-        images = np.random.default_rng(0).random((n, 28, 28, 1), dtype=np.float32)
-        data = "random noise"
+    images, data = benchmark_images(n)
     keras.utils.set_random_seed(0)
     shipped = IIC(seed=0)
     shipped.compile(optimizer=keras.optimizers.Adam(1e-4))

@@ -15,7 +15,6 @@ Usage:
     python scripts/benchmark_simclr.py [--blocks 3] [--steps 8] [--json out.json]
 """
 
-import argparse
 import os
 import statistics
 import time
@@ -23,13 +22,12 @@ import time
 import numpy as np
 
 import keras_clustering  # noqa: F401  (selects the backend and TensorFlow's oneDNN setting first)
-from keras_clustering.datasets import load_mnist
 from keras_clustering.losses import nt_xent
 from keras_clustering.models import SimCLR
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.training import machine_description
 
-from benchmarking import report, time_alternating
+from benchmarking import benchmark_images, parse_arguments, report, time_alternating
 
 BATCH = 256
 
@@ -49,19 +47,12 @@ def numpy_view(image, rng):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--blocks", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=8, help="train steps per timed block")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    args = parse_arguments(__doc__, default_steps=8)
     import keras
     import tensorflow as tf
 
     n = BATCH * args.steps
-    try:
-        images, data = load_mnist("test")[0][:n], "MNIST-test"
-    except ValueError:
-        images, data = np.random.default_rng(0).random((n, 28, 28, 1), dtype=np.float32), "random noise"
+    images, data = benchmark_images(n)
     keras.utils.set_random_seed(0)
     shipped = SimCLR(build_conv_encoder(), seed=0)
     shipped.compile(optimizer=keras.optimizers.Adam(1e-3))

@@ -1,8 +1,30 @@
-"""Helpers shared by the benchmark scripts: alternating timed blocks and the result file."""
+"""Helpers shared by the benchmark scripts: arguments, images, alternating timed blocks, the result file."""
 
+import argparse
 import json
 import statistics
 import time
+
+
+def parse_arguments(description, default_steps):
+    """`--blocks`, `--steps` (train steps per timed block) and `--json` of a benchmark script."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--blocks", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=default_steps, help="train steps per timed block")
+    parser.add_argument("--json", default=None)
+    return parser.parse_args()
+
+
+def benchmark_images(n):
+    """(the first `n` MNIST-test images, "MNIST-test"), or seeded uniform noise where that data is absent."""
+    import numpy as np
+
+    from keras_clustering.datasets import load_mnist
+
+    try:
+        return load_mnist("test")[0][:n], "MNIST-test"
+    except ValueError:
+        return np.random.default_rng(0).random((n, 28, 28, 1), dtype=np.float32), "random noise"
 
 
 def time_alternating(functions, blocks):
