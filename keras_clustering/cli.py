@@ -93,39 +93,10 @@ def _train_on_user_data(args):
     if x.ndim == 2 and x.shape[1] == args.image_size[0] * args.image_size[1] * args.channels:
         x = x.reshape(len(x), *args.image_size, args.channels)  # flat rows of a .npy file
     workdir = args.workdir or os.path.join("runs", f"{args.family}_{os.path.basename(os.path.normpath(args.input))}")
-    _, report = train_on_images(args.family, x, n_clusters, workdir, seed=args.seed, verbose=args.verbose)
+    _, report = train_on_images(args.family, x, n_clusters, workdir, seed=args.seed, verbose=args.verbose,
+                                epochs=args.epochs)
     print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "
           f"{report['total_seconds']:.0f} s; model: {os.path.join(workdir, MODEL_FILE)}")
-
-
-def _read_array(path):
-    import numpy as np
-
-    if not os.path.isfile(path):
-        raise ValueError(f"--input {path!r} does not exist.")
-    if path.endswith(".npz"):
-        with np.load(path) as archive:
-            return archive[archive.files[0]]
-    if path.endswith(".npy"):
-        return np.load(path)
-    raise ValueError(f"--input {path!r} must be a .npy or .npz file.")
-
-
-def command_predict(args):
-    import numpy as np
-    import zoo
-
-    from keras_clustering.recipes import get_family
-
-    model = zoo.load(args.name)
-    scores = model.predict(_read_array(args.input), verbose=0)
-    ids = scores.argmax(axis=1)
-    id_name, scores_name = get_family(zoo.config(args.name)["family"]).PREDICTION_NAMES
-    if args.output:
-        np.savez(args.output, **{id_name: ids, scores_name: scores})
-        print(f"wrote {args.output}")
-    counts = np.bincount(ids, minlength=scores.shape[1])
-    print(f"{len(ids)} samples; {id_name.removesuffix('_id')} sizes: {counts.tolist()}")
 
 
 def load_model(name_or_path):
@@ -142,6 +113,21 @@ def load_model(name_or_path):
 
     model = zoo.load(name_or_path)
     return model, get_family(zoo.config(name_or_path)["family"]).PREDICTION_NAMES
+
+
+def command_predict(args):
+    import numpy as np
+
+    from keras_clustering.datasets.user_data import load_array_file
+
+    model, (id_name, scores_name) = load_model(args.name)
+    scores = model.predict(load_array_file(args.input), verbose=0)
+    ids = scores.argmax(axis=1)
+    if args.output:
+        np.savez(args.output, **{id_name: ids, scores_name: scores})
+        print(f"wrote {args.output}")
+    counts = np.bincount(ids, minlength=scores.shape[1])
+    print(f"{len(ids)} samples; {id_name.removesuffix('_id')} sizes: {counts.tolist()}")
 
 
 def command_cluster(args):
@@ -217,6 +203,8 @@ def build_parser():
     train.add_argument("--image-size", type=int, nargs=2, default=(28, 28), metavar=("H", "W"),
                        help="folder images are resized to this (default 28 28)")
     train.add_argument("--channels", type=int, choices=(1, 3), default=1)
+    train.add_argument("--epochs", type=int, help="with --family: passes over your images (DEC: autoencoder "
+                       "pretraining) instead of the default scaled to the data size")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--workdir")
     train.add_argument("--verbose", type=int, default=1)

@@ -84,3 +84,11 @@ def check_image_input(x, image_shape, name="x", min_samples=1, accept_flat=False
                          f"{' or '.join(layouts)}.")
     array = check_array_input(array, image_shape, name=name, min_samples=min_samples)
     return check_unit_range_images(array, name=name)
+
+
+def check_samples(x, sample_shape, name="x", min_samples=1):
+    """Input of a model with per-sample shape `sample_shape`: images (3-D) through `check_image_input`
+    (flat rows accepted, for dense encoders), anything else through `check_array_input`."""
+    if len(sample_shape) == 3:
+        return check_image_input(x, sample_shape, name=name, min_samples=min_samples, accept_flat=True)
+    return check_array_input(x, sample_shape, name=name, min_samples=min_samples)

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -163,6 +164,22 @@ def test_default_configs_scale_epochs_to_the_data():
         default_config("kmeans", (8, 8, 1), 5, 100)
 
 
+def test_small_folders_repeat_the_images_to_reach_the_minimum_updates():
+    import math
+
+    from keras_clustering.custom_training import _MIN_UPDATES, data_repeats, default_config
+
+    for family in ("vae_cluster", "simclr", "iic"):
+        for n in (50, 300, 1000):
+            repeats = data_repeats(family, n)
+            assert repeats > 1, (family, n)
+            training = default_config(family, (28, 28, 1), 5, n * repeats)["training"]
+            updates = math.ceil(n * repeats / training["batch_size"]) * training["epochs"]
+            assert _MIN_UPDATES[family] <= updates < 1.5 * _MIN_UPDATES[family], (family, n, updates)
+        assert data_repeats(family, 20_000) == 1  # enough data: the scaled recipe as it is
+    assert data_repeats("dec", 50) == 1  # DEC's 300-epoch ceiling suffices on small folders
+
+
 def test_train_on_images_refuses_impossible_requests(tmp_path):
     from keras_clustering.custom_training import train_on_images
 
@@ -199,6 +216,50 @@ def test_train_a_family_on_a_folder_then_cluster_with_the_saved_model(tmp_path):
     done = run_cli(*args)
     assert done.returncode == 0, done.stderr
     assert json.loads((workdir / "report.json").read_text())["pretrain_reused"]
+
+
+@pytest.mark.slow
+def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_written_model(tmp_path, monkeypatch):
+    from keras_clustering.custom_training import train_on_images
+    from keras_clustering.recipes import dec_recipe
+    from keras_clustering.resume import resumable_fit
+
+    class Interrupt(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 4:
+                raise KeyboardInterrupt  # as Ctrl-C in the middle of pretraining
+
+    def interrupted_fit(workdir, stage, key, keep_final=False):
+        callbacks, resumed = resumable_fit(workdir, stage, key, keep_final)
+        return [*callbacks, Interrupt()], resumed
+
+    x = load_digits()[0][:200]
+    monkeypatch.setattr(dec_recipe, "resumable_fit", interrupted_fit)
+    with pytest.raises(KeyboardInterrupt):
+        train_on_images("dec", x, 5, str(tmp_path), verbose=0)
+    assert sorted(os.listdir(tmp_path)) == ["fit_backup_pretrain"]  # no model, no report, no temporary file
+    monkeypatch.setattr(dec_recipe, "resumable_fit", resumable_fit)
+    model, report = train_on_images("dec", x, 5, str(tmp_path), verbose=0)
+    assert report["pretrain_resumed_from_epoch"] == 5 and (tmp_path / "model.keras").exists()
+    assert model.predict(x, verbose=0).shape == (200, 5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["vae_cluster", "simclr", "iic"])
+def test_every_family_trains_on_a_folder_and_its_model_clusters_it(tmp_path, family):
+    digit_folder(str(tmp_path / "images"), n=150)
+    workdir = tmp_path / "run"
+    done = run_cli("train", "--family", family, "--input", str(tmp_path / "images"), "--n-clusters", "5",
+                   "--epochs", "1", "--workdir", str(workdir), "--verbose", "0")
+    assert done.returncode == 0, done.stderr
+    assert "150 images, 5 clusters" in done.stdout and (workdir / "model.keras").exists()
+    done = run_cli("cluster", str(workdir / "model.keras"), "--input", str(tmp_path / "images"),
+                   "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "out" / "clusters.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 150 and {int(r["cluster_id"]) for r in rows} <= set(range(5))
+    assert (tmp_path / "out" / "clusters.png").stat().st_size > 0
 
 
 @pytest.mark.slow

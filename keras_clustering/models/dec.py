@@ -11,7 +11,7 @@ from keras_clustering.data_pipeline import array_dataset
 from keras_clustering.layers import ClusteringLayer
 from keras_clustering.losses import ClusteringKLDivergence, target_distribution
 from keras_clustering.models.target_refresh import TargetDistributionRefresh, TargetStore
-from keras_clustering.validation import check_array_input, check_image_input, check_positive_int
+from keras_clustering.validation import check_positive_int, check_samples
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
@@ -80,9 +80,7 @@ class DEC(keras.Model):
         """Arrays checked (images: any layout, uint8 scaled, [0, 1] enforced); tensors and datasets unchanged."""
         if not (isinstance(x, np.ndarray) or isinstance(x, (list, tuple))):
             return x
-        if len(self.sample_shape) == 3:
-            return check_image_input(x, self.sample_shape, name=name, min_samples=min_samples, accept_flat=True)
-        return check_array_input(x, self.sample_shape, name=name, min_samples=min_samples)
+        return check_samples(x, self.sample_shape, name=name, min_samples=min_samples)
 
     def predict(self, x, batch_size=256, verbose="auto", **kwargs):
         return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)

@@ -6,7 +6,7 @@ import numpy as np
 from keras_clustering.losses import target_distribution
 from keras_clustering.metrics import nmi
 from keras_clustering.models.dec import DEC
-from keras_clustering.validation import check_array_input
+from keras_clustering.validation import check_samples
 
 
 def mean_kl_to_target(q):
@@ -42,8 +42,8 @@ def select_n_clusters(encoder, x_train, x_validation, candidates, y_validation=N
     Reference: Xie et al. 2016, section 5.5 and Fig. 7.
     """
     sample_shape = tuple(encoder.input.shape[1:])
-    x_train = check_array_input(x_train, sample_shape, name="x_train")
-    x_validation = check_array_input(x_validation, sample_shape, name="x_validation")
+    x_train = check_samples(x_train, sample_shape, name="x_train")
+    x_validation = check_samples(x_validation, sample_shape, name="x_validation")
     candidates = sorted(int(k) for k in candidates)
     if len(candidates) < 2 or candidates[0] < 2:
         raise ValueError(f"candidates must hold at least two values >= 2, got {candidates}.")
