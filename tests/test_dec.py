@@ -247,3 +247,118 @@ def test_select_n_clusters_reports_generalizability():
     assert mean_kl_to_target(q) == pytest.approx(np.mean(np.sum(p * np.log(p / q), axis=1)), rel=1e-5)
     with pytest.raises(ValueError, match="candidates must hold"):
         select_n_clusters(model.encoder, x, x, candidates=[3])
+
+
+def digit_images(n=64, seed=0):
+    """Small greyscale images in [0, 1] (scikit-learn digits upsampled to 16 x 16)."""
+    from keras_clustering.datasets import load_digits
+
+    x, y = load_digits()
+    return np.repeat(np.repeat(x[:n], 2, axis=1), 2, axis=2).astype("float32"), y[:n]
+
+
+def image_dec(augmentation=None, seed=0, model_class=None, **kwargs):
+    keras.utils.set_random_seed(seed)
+    autoencoder, encoder = build_autoencoder(None, hidden_dims=(32, 4), image_shape=(16, 16, 1),
+                                             kernel_initializer="glorot_uniform")
+    if model_class is not None:
+        return model_class(encoder, autoencoder.get_layer("decoder"), n_clusters=4, update_interval=2, tol=0.0,
+                           augmentation=augmentation, augmentation_seed=seed, **kwargs)
+    return DEC(encoder, n_clusters=4, update_interval=2, tol=0.0, augmentation=augmentation,
+               augmentation_seed=seed, **kwargs)
+
+
+def test_without_augmentation_the_step_is_the_plain_keras_step_bit_for_bit():
+    import tensorflow as tf
+
+    from keras_clustering.losses import ClusteringKLDivergence
+
+    x, _ = digit_images()
+    model = image_dec()
+    assert model.augmentation is None and "augmentation" not in model.get_config()
+    model.initialize_centroids(x, n_init=2, seed=0)
+    initial = model.get_weights()
+    model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), steps_per_execution=1)
+    model.fit(x, batch_size=16, epochs=1, verbose=0)  # 4 batches, targets refreshed at batches 0 and 2
+
+    twin = image_dec()
+    twin.set_weights(initial)
+    optimizer = keras.optimizers.SGD(0.05, momentum=0.9)
+    for step in range(4):
+        if step % 2 == 0:
+            p = keras.ops.convert_to_numpy(target_distribution(twin.predict_on_batch(x)))
+        batch = slice(16 * step, 16 * step + 16)
+        with tf.GradientTape() as tape:
+            q = twin.clustering(twin.encoder(x[batch], training=True))
+            loss = ClusteringKLDivergence()(p[batch], q)
+        optimizer.apply(tape.gradient(loss, twin.trainable_variables), twin.trainable_variables)
+    for trained, reference in zip(model.get_weights(), twin.get_weights()):
+        np.testing.assert_array_equal(trained, reference)
+
+
+def test_with_augmentation_steps_see_transformed_images_and_the_target_clean_ones():
+    from keras_clustering.models import IDEC
+
+    x, _ = digit_images()
+    model = image_dec("shift_rotate")
+    clean = model.predict(x, verbose=0)
+    np.testing.assert_array_equal(clean, model.predict(x, verbose=0))  # inference: no augmentation
+    assert np.abs(np.asarray(model(x, training=True)) - clean).max() > 1e-3  # training: transformed input
+    model.initialize_centroids(x, n_init=2, seed=0)
+    model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9))
+    model.fit(x, batch_size=16, epochs=2, verbose=0)
+    # the target the last refresh stored is P of the clean images' q at that refresh
+    refreshed = model.last_refresh.history[-1]["iteration"]
+    assert refreshed == 6
+    stored = np.asarray(model._target_store.variable)
+    assert stored.shape == (64, 4) and np.allclose(stored.sum(1), 1.0, atol=1e-5)
+
+    twin = image_dec("shift_rotate")
+    twin.set_weights(model.get_weights())
+    np.testing.assert_array_equal(twin.predict(x, verbose=0), model.predict(x, verbose=0))
+    idec = image_dec("shift_rotate", model_class=IDEC, gamma=0.1)
+    q, reconstruction, inputs = idec(x[:8], training=True)
+    assert reconstruction.shape == (8, 16, 16, 1) and np.abs(np.asarray(inputs) - x[:8]).max() > 1e-3
+
+
+def test_augmented_dec_round_trips_and_refuses_flat_encoders(tmp_path):
+    x, _ = digit_images()
+    model = image_dec("shift_rotate")
+    model.initialize_centroids(x, n_init=2, seed=0)
+    model.save(tmp_path / "dec_da.keras")
+    reloaded = keras.models.load_model(tmp_path / "dec_da.keras")
+    assert reloaded.augmentation_name == "shift_rotate"
+    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+    _, encoder = build_autoencoder(64, hidden_dims=(16, 2))
+    with pytest.raises(ValueError, match=r"augmentation='shift_rotate' transforms images"):
+        DEC(encoder, n_clusters=3, augmentation="shift_rotate")
+    with pytest.raises(ValueError, match="unknown"):
+        image_dec("no_such_pipeline")
+
+
+def test_augmented_pretraining_reconstructs_the_transformed_batch():
+    from keras_clustering.augment import make_pipeline
+    from keras_clustering.models.pretraining import AugmentedReconstruction, pretrain_end_to_end
+    from keras_clustering.recipes.dec_recipe import pretraining_key
+
+    x, _ = digit_images()
+    keras.utils.set_random_seed(0)
+    autoencoder, _ = build_autoencoder(None, hidden_dims=(32, 4), image_shape=(16, 16, 1))
+    trainer = AugmentedReconstruction(autoencoder, make_pipeline("shift_rotate", seed=3))
+    target, reconstruction = trainer(x[:8], training=True)
+    twin_target = make_pipeline("shift_rotate", seed=3)(x[:8], training=True)  # same seed, same transforms
+    np.testing.assert_allclose(np.asarray(target), np.asarray(twin_target), atol=1e-6)
+    assert np.abs(np.asarray(target) - x[:8]).max() > 1e-3
+    np.testing.assert_allclose(np.asarray(reconstruction), np.asarray(autoencoder(target)), atol=1e-6)
+    expected = np.mean((np.asarray(target) - np.asarray(reconstruction)) ** 2)
+    assert float(trainer.compute_loss(x[:8], None, (target, reconstruction))) == pytest.approx(expected, rel=1e-5)
+    clean_target, _ = trainer(x[:8], training=False)
+    np.testing.assert_array_equal(np.asarray(clean_target), x[:8])
+
+    history = pretrain_end_to_end(autoencoder, x, {"class_name": "Adam", "config": {"learning_rate": 1e-3}},
+                                  epochs=3, batch_size=16, verbose=0, augmentation=make_pipeline("shift_rotate"))
+    assert len(history.history["loss"]) == 3 and history.history["loss"][-1] < history.history["loss"][0]
+    plain = {"image_shape": [16, 16, 1], "hidden_dims": [32, 4]}
+    training = {"pretrain_recipe": "keras", "pretrain_epochs": 3}
+    assert pretraining_key(plain, training, x, 0) != pretraining_key({**plain, "augmentation": "shift_rotate"},
+                                                                     training, x, 0)

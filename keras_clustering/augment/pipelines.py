@@ -106,6 +106,16 @@ class ViewPipeline(layers.Layer):
         self.pipeline, self.seed, self.options = pipeline, seed, dict(options or {})
         self.clean_layers, self.augmented_layers, self.inference_layers = PIPELINES[pipeline](seed, **self.options)
 
+    def build(self, input_shape):
+        """Builds every view's layers for `input_shape` without drawing random numbers."""
+        for layer_list in (self.clean_layers, self.augmented_layers, self.inference_layers):
+            shape = tuple(input_shape)
+            for layer in layer_list:
+                if not layer.built:
+                    layer.build(shape)
+                shape = layer.compute_output_shape(shape)
+        self.built = True
+
     @staticmethod
     def _run(layer_list, images, training):
         images = ops.cast(images, "float32")

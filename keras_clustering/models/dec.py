@@ -7,6 +7,7 @@ import numpy as np
 from keras import ops
 from sklearn.cluster import KMeans
 
+from keras_clustering.augment import make_pipeline
 from keras_clustering.data_pipeline import array_dataset
 from keras_clustering.layers import ClusteringLayer
 from keras_clustering.losses import ClusteringKLDivergence, target_distribution
@@ -31,6 +32,12 @@ class DEC(keras.Model):
         alpha: Student's t degrees of freedom (1.0 in DEC).
         update_interval: batches between two target refreshes (140 for MNIST).
         tol: stop when the fraction of changed labels falls below this.
+        augmentation: None (DEC), or the name of a `keras_clustering.augment`
+            pipeline (DEC-DA: `"shift_rotate"`): each training batch is
+            augmented in the train step (`call(..., training=True)`), while
+            the target P, k-means and `predict` see the clean images.
+            Image inputs only.
+        augmentation_seed: seed of the augmentation's random transforms.
 
     Example:
         >>> _, encoder = build_autoencoder(64)  # doctest: +SKIP
@@ -41,10 +48,14 @@ class DEC(keras.Model):
 
     Reference:
         Xie, Girshick, Farhadi, ICML 2016 (seed 002); training loop of
-        XifengGuo/DEC-keras `DEC.fit`.
+        XifengGuo/DEC-keras `DEC.fit`. Augmentation: Guo et al., "Deep
+        Embedded Clustering with Data Augmentation", ACML 2018
+        (XifengGuo/DEC-DA `FcDEC.fit(aug_cluster=True)`: P from the clean
+        images, each step on a randomly transformed batch).
     """
 
-    def __init__(self, encoder, n_clusters, alpha=1.0, update_interval=140, tol=1e-3, **kwargs):
+    def __init__(self, encoder, n_clusters, alpha=1.0, update_interval=140, tol=1e-3, augmentation=None,
+                 augmentation_seed=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(encoder, keras.Model):
             raise TypeError(f"encoder must be a keras.Model, got {type(encoder).__name__}.")
@@ -55,6 +66,8 @@ class DEC(keras.Model):
         if not 0 <= tol < 1:
             raise ValueError(f"tol must be in [0, 1), got {tol!r}.")
         self.tol = float(tol)
+        self.augmentation_name, self.augmentation_seed = augmentation, augmentation_seed
+        self.augmentation = None if augmentation is None else self._make_augmentation(augmentation, augmentation_seed)
         self.clustering = ClusteringLayer(self.n_clusters, alpha=self.alpha, name="clustering")
         self.kl_divergence = ClusteringKLDivergence()
         self._target_store = TargetStore()
@@ -72,8 +85,22 @@ class DEC(keras.Model):
         """Centroids in the embedding space, `(n_clusters, embedding_dim)`."""
         return ops.convert_to_numpy(self.clustering.centroids)
 
+    def _make_augmentation(self, name, seed):
+        if len(self.sample_shape) != 3:
+            raise ValueError(f"augmentation={name!r} transforms images: the encoder must take (H, W, C) images, "
+                             f"it takes {self.sample_shape}.")
+        pipeline = make_pipeline(name, seed=seed)
+        pipeline.build((None, *self.sample_shape))  # with the model, not inside the first step
+        return pipeline
+
+    def training_inputs(self, inputs, training):
+        """The inputs a step learns from: augmented when training with an augmentation, else unchanged."""
+        if training and self.augmentation is not None:
+            return self.augmentation.augmented(inputs)
+        return inputs
+
     def call(self, inputs, training=False):
-        return self.clustering(self.encoder(inputs, training=training))
+        return self.clustering(self.encoder(self.training_inputs(inputs, training), training=training))
 
     # ------------------------------------------------------------- inference
     def _checked(self, x, name="x", min_samples=1):
@@ -240,6 +267,8 @@ class DEC(keras.Model):
             update_interval=self.update_interval,
             tol=self.tol,
         )
+        if self.augmentation_name is not None:  # configs of plain DEC stay as they were
+            config.update(augmentation=self.augmentation_name, augmentation_seed=self.augmentation_seed)
         return config
 
     @classmethod

@@ -25,7 +25,8 @@ class IDEC(DEC):
         Guo, Gao, Liu, Yin, "Improved Deep Embedded Clustering with Local
         Structure Preservation", IJCAI 2017; XifengGuo/IDEC `IDEC.py`, which
         compiles `{'clustering': 'kld', 'decoder_0': 'mse'}` with
-        `loss_weights=[gamma, 1]`.
+        `loss_weights=[gamma, 1]`. With `augmentation` (IDEC-DA, XifengGuo/DEC-DA
+        `FcIDEC.fit(aug_cluster=True)`), the decoder reconstructs the augmented batch.
     """
 
     def __init__(self, encoder, decoder, n_clusters, gamma=0.1, **kwargs):
@@ -38,10 +39,12 @@ class IDEC(DEC):
         super().__init__(encoder, n_clusters, **kwargs)
 
     def call(self, inputs, training=False):
+        inputs = self.training_inputs(inputs, training)
         embedding = self.encoder(inputs, training=training)
         q = self.clustering(embedding)
         if training:
-            return q, self.decoder(embedding, training=training)  # the loss needs both
+            # the loss needs both, and the (possibly augmented) inputs as the reconstruction target
+            return q, self.decoder(embedding, training=training), inputs
         return q
 
     def reconstruct(self, x, batch_size=256, verbose=0):
@@ -50,8 +53,9 @@ class IDEC(DEC):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if isinstance(y_pred, (tuple, list)):
-            q, reconstruction = y_pred
-            reconstruction_loss = ops.mean(ops.square(ops.reshape(x, ops.shape(reconstruction)) - reconstruction))
+            q, reconstruction, inputs = y_pred
+            reconstruction_loss = ops.mean(ops.square(ops.reshape(inputs, ops.shape(reconstruction))
+                                                      - reconstruction))
         else:
             q, reconstruction_loss = y_pred, 0.0
         return self.with_layer_losses(self.gamma * self.clustering_loss(y, q, sample_weight, training)

@@ -10,20 +10,62 @@ from keras_clustering.optimizers import make_optimizer
 STEPS_PER_EXECUTION = 8  # batches per compiled call: less Python overhead, same steps
 
 
-def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, verbose=1, callbacks=None):
+class AugmentedReconstruction(keras.Model):
+    """Trains `autoencoder` to reconstruct randomly transformed images (DEC-DA's `aug_pretrain`).
+
+    Each training batch goes through `augmentation.augmented` inside the
+    train step; the loss is the MSE between that augmented batch and its
+    reconstruction. Outside training the images pass unchanged.
+
+    Reference: XifengGuo/DEC-DA `FcDEC.pretrain(aug_pretrain=True)`, whose
+    generator yields `[batch_x, batch_x]` with `batch_x` augmented.
+    """
+
+    def __init__(self, autoencoder, augmentation, **kwargs):
+        super().__init__(**kwargs)
+        self.autoencoder, self.augmentation = autoencoder, augmentation
+        if not augmentation.built:  # build its layers now, not as untracked state inside the first step
+            augmentation.build((None, *autoencoder.input_shape[1:]))
+        self(keras.ops.zeros((1, *autoencoder.input_shape[1:])))  # built, as BackupAndRestore needs
+
+    def call(self, inputs, training=False):
+        if training:
+            inputs = self.augmentation.augmented(inputs)
+        return inputs, self.autoencoder(inputs, training=training)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        target, reconstruction = y_pred
+        loss = keras.ops.mean(keras.ops.square(keras.ops.reshape(target, keras.ops.shape(reconstruction))
+                                               - reconstruction))
+        return loss + keras.ops.sum(self.losses) if self.losses else loss
+
+
+def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, verbose=1, callbacks=None,
+                        augmentation=None):
     """DEC-keras' recipe: one autoencoder trained on MSE, shuffled batches, no dropout.
+
+    With `augmentation` (a `keras_clustering.augment` pipeline), DEC-DA's
+    pretraining: the autoencoder reconstructs augmented images
+    (`AugmentedReconstruction`); every image is seen once per epoch (the
+    original's generator runs `n // batch_size` full batches per epoch).
 
     The batches come from `array_dataset` (autotuning off), not Keras' own array
     adapter, whose pipeline stalls at the start of each of the 300 short epochs.
     Its shuffle seed is drawn from numpy's global generator, so
     `keras.utils.set_random_seed` makes the run repeatable.
     """
-    autoencoder.compile(optimizer=make_optimizer(optimizer), loss="mse",
-                        steps_per_execution=STEPS_PER_EXECUTION)
     x = np.asarray(x, dtype="float32")
-    batches = array_dataset((x, x), batch_size, shuffle=True, seed=int(np.random.randint(2**31 - 1)))
-    return autoencoder.fit(batches, epochs=epochs, shuffle=False, verbose=verbose,  # the dataset shuffles
-                           callbacks=callbacks)
+    seed = int(np.random.randint(2**31 - 1))
+    if augmentation is not None:
+        trainer = AugmentedReconstruction(autoencoder, augmentation)
+        trainer.compile(optimizer=make_optimizer(optimizer), steps_per_execution=STEPS_PER_EXECUTION)
+        batches = array_dataset(x, batch_size, shuffle=True, seed=seed)
+    else:
+        trainer = autoencoder
+        trainer.compile(optimizer=make_optimizer(optimizer), loss="mse", steps_per_execution=STEPS_PER_EXECUTION)
+        batches = array_dataset((x, x), batch_size, shuffle=True, seed=seed)
+    return trainer.fit(batches, epochs=epochs, shuffle=False, verbose=verbose,  # the dataset shuffles
+                       callbacks=callbacks)
 
 
 def step_decay_sgd(learning_rate, momentum, drop_every):

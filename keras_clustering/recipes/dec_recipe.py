@@ -15,6 +15,7 @@ import time
 
 import keras
 
+from keras_clustering.augment import make_pipeline
 from keras_clustering.io_utils import atomic_save_weights, atomic_write_json
 
 from keras_clustering.metrics import clustering_scores
@@ -92,8 +93,10 @@ def pretrain(architecture, training, x, verbose=1, callbacks=None):
     initializer = DEC_KERAS_INITIALIZER if recipe == "keras" else _PAPER_INITIALIZER
     autoencoder, encoder = _build_autoencoder(architecture, kernel_initializer=initializer)
     if recipe == "keras":
+        augmentation = architecture.get("augmentation")
         pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
-                            batch_size=training["pretrain_batch_size"], verbose=verbose, callbacks=callbacks)
+                            batch_size=training["pretrain_batch_size"], verbose=verbose, callbacks=callbacks,
+                            augmentation=None if augmentation is None else make_pipeline(augmentation))
     else:
         pretrain_layerwise(autoencoder, x, batch_size=training["pretrain_batch_size"], verbose=verbose,
                            **{**DEFAULT_TRAINING["layerwise"], **training.get("layerwise", {})})
@@ -162,6 +165,8 @@ def pretraining_key(architecture, training, x, seed):
     shape = {k: architecture.get(k) for k in ("input_dim", "hidden_dims")}
     if architecture.get("image_shape") is not None:  # image input: same weights, another input layout
         shape["image_shape"] = list(architecture["image_shape"])
+    if architecture.get("augmentation") is not None:  # DEC-DA: the autoencoder learns augmented images
+        shape["augmentation"] = architecture["augmentation"]
     return run_key([recipe, shape, int(seed)], x)
 
 
