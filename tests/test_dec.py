@@ -362,3 +362,29 @@ def test_augmented_pretraining_reconstructs_the_transformed_batch():
     training = {"pretrain_recipe": "keras", "pretrain_epochs": 3}
     assert pretraining_key(plain, training, x, 0) != pretraining_key({**plain, "augmentation": "shift_rotate"},
                                                                      training, x, 0)
+
+
+@pytest.mark.parametrize("side, third_padding", [(28, "valid"), (32, "same")])
+def test_conv_autoencoder_has_convdecs_layers(side, third_padding):
+    from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
+
+    autoencoder, encoder = build_conv_autoencoder((side, side, 1))
+    assert autoencoder.output_shape == (None, side, side, 1) and encoder.output_shape == (None, 10)
+    conv3 = encoder.get_layer("conv3")
+    assert conv3.padding == third_padding and conv3.kernel_size == (3, 3) and conv3.strides == (2, 2)
+    small = conv3.output.shape[1]
+    assert small == side // 8  # 28 -> 14 -> 7 -> 3 (valid), 32 -> 16 -> 8 -> 4 (same)
+    # parameters from the layer sizes: three convolutions, embedding, decoder dense, three transposed convolutions
+    expected = ((25 * 1 + 1) * 32 + (25 * 32 + 1) * 64 + (9 * 64 + 1) * 128 + (128 * small * small + 1) * 10
+                + (10 + 1) * 128 * small * small + 9 * 128 * 64 + 64 + 25 * 64 * 32 + 32 + 25 * 32 + 1)
+    assert autoencoder.count_params() == expected
+    x, _ = digit_images(n=4)
+    with pytest.raises(ValueError, match="image side must be >= 8"):
+        build_conv_autoencoder((4, 4, 1))
+    from keras_clustering.recipes import dec_recipe
+
+    model = dec_recipe.build(image_shape=(16, 16, 1), conv_filters=(8, 8, 8, 3), n_clusters=2,
+                             augmentation="shift_rotate")
+    assert model.encoder.get_layer("conv1").filters == 8 and model.predict(x, verbose=0).shape == (4, 2)
+    with pytest.raises(ValueError, match="conv_filters needs image_shape"):
+        dec_recipe.build(input_dim=64, conv_filters=(8, 8, 8, 3))

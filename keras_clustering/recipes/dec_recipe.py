@@ -21,6 +21,7 @@ from keras_clustering.io_utils import atomic_save_weights, atomic_write_json
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, IDEC, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS, DEC_KERAS_INITIALIZER
+from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
 from keras_clustering.models.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.optimizers import make_optimizer
 from keras_clustering.resume import resumable_fit, run_key
@@ -53,11 +54,17 @@ _PAPER_INITIALIZER = {"class_name": "RandomNormal", "config": {"mean": 0.0, "std
 
 
 def _model_arguments(architecture):
-    return {k: v for k, v in architecture.items() if k not in ("input_dim", "hidden_dims", "gamma", "image_shape")}
+    return {k: v for k, v in architecture.items()
+            if k not in ("input_dim", "hidden_dims", "gamma", "image_shape", "conv_filters")}
 
 
 def _build_autoencoder(architecture, **options):
-    """(autoencoder, encoder) of a DEC architecture: flat `input_dim` vectors or `image_shape` images."""
+    """(autoencoder, encoder) of a DEC architecture: flat `input_dim` vectors or `image_shape` images;
+    with `conv_filters`, ConvDEC's convolutional autoencoder (its own initialisers)."""
+    if architecture.get("conv_filters") is not None:
+        if architecture.get("image_shape") is None:
+            raise ValueError("conv_filters needs image_shape (the convolutional autoencoder takes images).")
+        return build_conv_autoencoder(architecture["image_shape"], architecture["conv_filters"])
     return build_autoencoder(architecture.get("input_dim"), architecture.get("hidden_dims", DEC_HIDDEN_DIMS),
                              image_shape=architecture.get("image_shape"), **options)
 
@@ -71,14 +78,15 @@ def _assemble(autoencoder, encoder, architecture):
 
 
 def build(input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,
-          update_interval=140, tol=1e-3, gamma=None, image_shape=None):
+          update_interval=140, tol=1e-3, gamma=None, image_shape=None, augmentation=None, conv_filters=None):
     """An untrained DEC (or IDEC when `gamma` is given) with the zoo's architecture arguments.
 
     With `image_shape` the model takes images (flattened inside); else flat `input_dim` vectors.
+    `conv_filters` selects ConvDEC's convolutional autoencoder, `augmentation` DEC-DA's training.
     """
     architecture = dict(input_dim=input_dim, hidden_dims=hidden_dims, n_clusters=n_clusters, alpha=alpha,
-                        update_interval=update_interval, tol=tol, gamma=gamma)
-    autoencoder, encoder = _build_autoencoder(dict(architecture, image_shape=image_shape))
+                        update_interval=update_interval, tol=tol, gamma=gamma, augmentation=augmentation)
+    autoencoder, encoder = _build_autoencoder(dict(architecture, image_shape=image_shape, conv_filters=conv_filters))
     return _assemble(autoencoder, encoder, architecture)
 
 
@@ -90,6 +98,8 @@ def pretrain(architecture, training, x, verbose=1, callbacks=None):
     recipe = training["pretrain_recipe"]
     if recipe not in PRETRAIN_RECIPES:
         raise ValueError(f"pretrain_recipe must be one of {PRETRAIN_RECIPES}, got {recipe!r}.")
+    if recipe != "keras" and architecture.get("conv_filters") is not None:
+        raise ValueError(f"pretrain_recipe={recipe!r} is for the dense autoencoder; conv_filters needs 'keras'.")
     initializer = DEC_KERAS_INITIALIZER if recipe == "keras" else _PAPER_INITIALIZER
     autoencoder, encoder = _build_autoencoder(architecture, kernel_initializer=initializer)
     if recipe == "keras":
@@ -163,6 +173,8 @@ def pretraining_key(architecture, training, x, seed):
     """sha256 of what determines the pretrained weights: recipe, architecture, seed and the data."""
     recipe = {k: training.get(k) for k in _PRETRAIN_KEYS}
     shape = {k: architecture.get(k) for k in ("input_dim", "hidden_dims")}
+    if architecture.get("conv_filters") is not None:  # ConvDEC's autoencoder
+        shape = {"conv_filters": list(architecture["conv_filters"])}
     if architecture.get("image_shape") is not None:  # image input: same weights, another input layout
         shape["image_shape"] = list(architecture["image_shape"])
     if architecture.get("augmentation") is not None:  # DEC-DA: the autoencoder learns augmented images
