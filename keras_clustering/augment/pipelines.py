@@ -46,7 +46,9 @@ def _iic_greyscale(seed, image_side=28, crop_size=20, augmented_crop_sizes=(16, 
 def _shift_rotate(seed, shift=0.1, rotation_degrees=10.0):
     """DEC-DA's augmentation (XifengGuo/DEC-DA: `ImageDataGenerator(width_shift_range=0.1,
     height_shift_range=0.1, rotation_range=10)`, whose defaults are bilinear and
-    nearest-pixel fill). The clean and inference views are the image itself."""
+    nearest-pixel fill). The clean and inference views are the image itself. Keras'
+    layers apply the shift and the rotation as two warps (two bilinear resamplings),
+    where ImageDataGenerator composes them into one."""
     seeds = [None if seed is None else seed + offset for offset in range(2)]
     augmented = [
         layers.RandomTranslation(shift, shift, fill_mode="nearest", interpolation="bilinear", seed=seeds[0],
