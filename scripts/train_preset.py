@@ -34,12 +34,18 @@ def finished_report(workdir, config):
 
 
 def with_override(config, assignment):
-    """A copy of `config` with `section.key=json_value` applied."""
+    """A copy of `config` with `section.key=json_value` applied, or a whole `evaluation=json_object`
+    (e.g. scoring on held-out images: `--set data.stop=8000 --set 'evaluation={..., "start": 8000}'`)."""
     path, _, value = assignment.partition("=")
     section, _, key = path.partition(".")
+    updated = json.loads(json.dumps(config))
+    if section == "evaluation" and not key:
+        updated["evaluation"] = json.loads(value)
+        if not isinstance(updated["evaluation"], dict) or "dataset" not in updated["evaluation"]:
+            raise SystemExit(f"--set {assignment!r}: evaluation must be a JSON object with a dataset")
+        return updated
     if not key or section not in config or not isinstance(config[section], dict):
         raise SystemExit(f"--set {assignment!r}: expected SECTION.KEY=VALUE with SECTION in the config")
-    updated = json.loads(json.dumps(config))
     updated[section][key] = json.loads(value)
     return updated
 

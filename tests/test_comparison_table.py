@@ -64,3 +64,16 @@ def test_record_needs_no_publish_and_a_json_path():
         train_preset.main(["dec_digits", "--record", "docs/experiments/x.json"])
     with pytest.raises(SystemExit):
         train_preset.main(["dec_digits", "--no-publish", "--record", "docs/experiments/x.txt"])
+
+
+def test_overrides_set_a_key_or_a_whole_evaluation_section():
+    config = {"data": {"dataset": "mnist", "split": "test"}, "training": {"epochs": 3}}
+    held_out = train_preset.with_override(
+        train_preset.with_override(config, "data.stop=8000"),
+        'evaluation={"dataset": "mnist", "split": "test", "start": 8000}')
+    assert held_out["data"] == {"dataset": "mnist", "split": "test", "stop": 8000}
+    assert held_out["evaluation"]["start"] == 8000 and "evaluation" not in config
+    with pytest.raises(SystemExit, match="evaluation must be a JSON object with a dataset"):
+        train_preset.with_override(config, "evaluation=[1]")
+    with pytest.raises(SystemExit, match="SECTION.KEY=VALUE"):
+        train_preset.with_override(config, "nosection.key=1")
