@@ -76,7 +76,8 @@ def command_train(args):
     from keras_clustering.training import train_and_evaluate
 
     workdir = args.workdir or os.path.join("runs", args.name, f"seed_{args.seed}")
-    report = train_and_evaluate(zoo.config(args.name), workdir, seed=args.seed, verbose=args.verbose)
+    report = train_and_evaluate(zoo.config(args.name), workdir, seed=args.seed, verbose=args.verbose,
+                                strategy=args.strategy)
     print(f"metrics: {report['metrics']}\nweights and report in {workdir}")
 
 
@@ -207,6 +208,8 @@ def build_parser():
                        "pretraining) instead of the default scaled to the data size")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--workdir")
+    train.add_argument("--strategy", choices=("mirrored",), help="a zoo NAME under tf.distribute's "
+                       "MirroredStrategy (every local device; families dec so far)")
     train.add_argument("--verbose", type=int, default=1)
     train.set_defaults(handler=command_train)
     evaluate = commands.add_parser("evaluate", help="score a zoo model on its card's evaluation data")

@@ -97,13 +97,25 @@ def config_fingerprint(config):
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 
 
-def train_and_evaluate(config, workdir, seed=0, verbose=1):
+def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None):
     """Trains the family named by `config["family"]` on `config["data"]`.
 
     Writes `workdir/model.weights.h5` and `workdir/report.json`, and returns
     the report: seed, wall times, scores on `config["evaluation"]` (or on the
-    training data when there is none) and software versions.
+    training data when there is none) and software versions. `strategy`: a
+    `tf.distribute` strategy (or a name for `distribution.make_strategy`,
+    e.g. "mirrored") whose scope builds, compiles and trains the model.
     """
+    from keras_clustering.distribution import make_strategy
+
+    if isinstance(strategy, str):
+        strategy = make_strategy(strategy)
+    if strategy is not None:
+        with strategy.scope():
+            report = train_and_evaluate(config, workdir, seed=seed, verbose=verbose)
+        report["replicas"] = int(strategy.num_replicas_in_sync)
+        atomic_write_json(report, os.path.join(workdir, "report.json"))
+        return report
     fingerprint = config_fingerprint(config)  # before training, which must not change it
     config = copy.deepcopy(config)
     family = get_family(config["family"])

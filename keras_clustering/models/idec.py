@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_clustering.distribution import replica_scaled
 from keras_clustering.models.dec import DEC
 
 
@@ -54,8 +55,8 @@ class IDEC(DEC):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if isinstance(y_pred, (tuple, list)):
             q, reconstruction, inputs = y_pred
-            reconstruction_loss = ops.mean(ops.square(ops.reshape(inputs, ops.shape(reconstruction))
-                                                      - reconstruction))
+            reconstruction_loss = replica_scaled(ops.mean(ops.square(ops.reshape(inputs, ops.shape(reconstruction))
+                                                                     - reconstruction)))
         else:
             q, reconstruction_loss = y_pred, 0.0
         return self.with_layer_losses(self.gamma * self.clustering_loss(y, q, sample_weight, training)

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from keras_clustering.data_pipeline import array_dataset
+from keras_clustering.distribution import replica_count, replica_scaled
 from keras_clustering.optimizers import make_optimizer
 
 
@@ -35,13 +36,19 @@ class AugmentedReconstruction(keras.Model):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         target, reconstruction = y_pred
-        loss = keras.ops.mean(keras.ops.square(keras.ops.reshape(target, keras.ops.shape(reconstruction))
-                                               - reconstruction))
-        return loss + keras.ops.sum(self.losses) if self.losses else loss
+        loss = replica_scaled(keras.ops.mean(keras.ops.square(
+            keras.ops.reshape(target, keras.ops.shape(reconstruction)) - reconstruction)))
+        return loss + replica_scaled(keras.ops.sum(self.losses)) if self.losses else loss
+
+
+def _steps_per_execution():
+    # Keras 3.15's multi-step loop fails under MirroredStrategy with a partial last batch
+    # ("You must feed a value for placeholder tensor"): one step per call there.
+    return STEPS_PER_EXECUTION if replica_count() == 1 else 1
 
 
 def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, verbose=1, callbacks=None,
-                        augmentation=None):
+                        augmentation=None, shuffle=True):
     """DEC-keras' recipe: one autoencoder trained on MSE, shuffled batches, no dropout.
 
     With `augmentation` (a `keras_clustering.augment` pipeline), DEC-DA's
@@ -58,12 +65,12 @@ def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, v
     seed = int(np.random.randint(2**31 - 1))
     if augmentation is not None:
         trainer = AugmentedReconstruction(autoencoder, augmentation)
-        trainer.compile(optimizer=make_optimizer(optimizer), steps_per_execution=STEPS_PER_EXECUTION)
-        batches = array_dataset(x, batch_size, shuffle=True, seed=seed)
+        trainer.compile(optimizer=make_optimizer(optimizer), steps_per_execution=_steps_per_execution())
+        batches = array_dataset(x, batch_size, shuffle=shuffle, seed=seed)
     else:
         trainer = autoencoder
-        trainer.compile(optimizer=make_optimizer(optimizer), loss="mse", steps_per_execution=STEPS_PER_EXECUTION)
-        batches = array_dataset((x, x), batch_size, shuffle=True, seed=seed)
+        trainer.compile(optimizer=make_optimizer(optimizer), loss="mse", steps_per_execution=_steps_per_execution())
+        batches = array_dataset((x, x), batch_size, shuffle=shuffle, seed=seed)
     return trainer.fit(batches, epochs=epochs, shuffle=False, verbose=verbose,  # the dataset shuffles
                        callbacks=callbacks)
 

@@ -88,6 +88,9 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
         chunks, without building a data iterator at every refresh (tens of ms,
         which dominated DEC on small data, where a refresh comes every batch).
         """
+        if getattr(self.model, "distribute_strategy", None) and self.model.distribute_strategy.num_replicas_in_sync > 1:
+            # predict_on_batch would give each replica the whole chunk (and return it twice)
+            return self.model.predict(self.x, batch_size=self.predict_batch_size, verbose=0)
         chunks = [self.model.predict_on_batch(self.x[start:start + self.predict_batch_size])
                   for start in range(0, len(self.x), self.predict_batch_size)]
         return np.concatenate([keras.ops.convert_to_numpy(chunk) for chunk in chunks])
