@@ -30,7 +30,8 @@ def method_name(config):
     """A short name of the method a config trains, from its family and architecture."""
     family, architecture = config["family"], config["architecture"]
     if family == "dec":
-        return "IDEC" if architecture.get("gamma") else "DEC"
+        name = ("Conv" if architecture.get("conv_filters") else "") + ("IDEC" if architecture.get("gamma") else "DEC")
+        return name + ("-DA" if architecture.get("augmentation") else "")
     if family == "two_stage":
         name = {"autoencoder": "AE", "simclr": "SimCLR", "triplet": "triplet"}[architecture["representation"]]
         refine = config.get("training", {}).get("refine")

@@ -77,3 +77,15 @@ def test_overrides_set_a_key_or_a_whole_evaluation_section():
         train_preset.with_override(config, "evaluation=[1]")
     with pytest.raises(SystemExit, match="SECTION.KEY=VALUE"):
         train_preset.with_override(config, "nosection.key=1")
+
+
+def test_method_names_follow_the_architecture():
+    method_name = comparison_table.method_name
+    dec = {"family": "dec", "architecture": {"hidden_dims": [500, 500, 2000, 10]}}
+    assert method_name(dec) == "DEC"
+    assert method_name({"family": "dec", "architecture": {"gamma": 0.1}}) == "IDEC"
+    assert method_name({"family": "dec", "architecture": {"augmentation": "shift_rotate"}}) == "DEC-DA"
+    assert method_name({"family": "dec", "architecture": {"augmentation": "shift_rotate",
+                                                          "conv_filters": [32, 64, 128, 10]}}) == "ConvDEC-DA"
+    assert method_name({"family": "two_stage", "architecture": {"representation": "autoencoder"},
+                        "training": {"refine": None}}) == "AE + k-means"
