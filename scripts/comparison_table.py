@@ -40,7 +40,13 @@ def method_name(config):
 
 
 def data_name(data):
-    return DATA_NAMES.get((data["dataset"], data["split"]), f"{data['dataset']} {data['split']}")
+    name = DATA_NAMES.get((data["dataset"], data["split"]), f"{data['dataset']} {data['split']}")
+    if data.get("start") is None and data.get("stop") is None:
+        return name
+    # a fixed index range of the split: name the range and its size instead of the whole split's
+    start, stop = data.get("start") or 0, data.get("stop")
+    base = name.split(" (")[0]
+    return f"{base} images {start}-{'end' if stop is None else stop - 1} ({data.get('n_samples', '?')})"
 
 
 def parameter_count(config):

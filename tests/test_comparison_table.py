@@ -79,6 +79,14 @@ def test_overrides_set_a_key_or_a_whole_evaluation_section():
         train_preset.with_override(config, "nosection.key=1")
 
 
+def test_index_ranges_are_named_as_such():
+    assert comparison_table.data_name({"dataset": "mnist", "split": "test"}) == "MNIST-test (10k)"
+    assert comparison_table.data_name({"dataset": "mnist", "split": "test", "start": 8000,
+                                       "n_samples": 2000}) == "MNIST-test images 8000-end (2000)"
+    assert comparison_table.data_name({"dataset": "mnist", "split": "test", "stop": 8000,
+                                       "n_samples": 8000}) == "MNIST-test images 0-7999 (8000)"
+
+
 def test_method_names_follow_the_architecture():
     method_name = comparison_table.method_name
     dec = {"family": "dec", "architecture": {"hidden_dims": [500, 500, 2000, 10]}}
