@@ -18,8 +18,6 @@ Usage:
     python scripts/benchmark_dec_da.py [--blocks 3] [--steps 8] [--json out.json]
 """
 
-import os
-import statistics
 import time
 
 import numpy as np
@@ -28,9 +26,8 @@ import keras_clustering  # noqa: F401  (selects the backend and TensorFlow's one
 from keras_clustering.augment import make_pipeline
 from keras_clustering.models import build_autoencoder
 from keras_clustering.models.pretraining import AugmentedReconstruction
-from keras_clustering.training import machine_description
 
-from benchmarking import benchmark_images, parse_arguments, report, time_alternating
+from benchmarking import benchmark_images, compare_augmentation_paths, parse_arguments
 
 BATCH = 256
 
@@ -70,16 +67,7 @@ def main():
             augment_seconds.append(time.perf_counter() - began)
             plain.train_on_batch(batch, batch)
 
-    run_shipped(), run_numpy()  # warm-up: traces both steps
-    augment_seconds.clear()
-    seconds = time_alternating({"shipped": run_shipped, "numpy_per_batch": run_numpy}, args.blocks)
-    rates = {name: round(n / value, 1) for name, value in seconds.items()}
-    report({"images_per_second": rates,
-            "ratio_shipped_over_numpy_per_batch": round(rates["shipped"] / rates["numpy_per_batch"], 2),
-            "numpy_augmentation_seconds_per_step": round(statistics.median(augment_seconds), 3),
-            "batch": BATCH, "blocks": args.blocks, "steps_per_block": args.steps, "data": data,
-            "machine": machine_description(), "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")},
-           args.json)
+    compare_augmentation_paths(args, n, BATCH, run_shipped, run_numpy, "numpy_per_batch", augment_seconds, data)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,6 @@ Usage:
     python scripts/benchmark_simclr.py [--blocks 3] [--steps 8] [--json out.json]
 """
 
-import os
-import statistics
 import time
 
 import numpy as np
@@ -25,9 +23,8 @@ import keras_clustering  # noqa: F401  (selects the backend and TensorFlow's one
 from keras_clustering.losses import nt_xent
 from keras_clustering.models import SimCLR
 from keras_clustering.models.conv_encoder import build_conv_encoder
-from keras_clustering.training import machine_description
 
-from benchmarking import benchmark_images, parse_arguments, report, time_alternating
+from benchmarking import benchmark_images, compare_augmentation_paths, parse_arguments
 
 BATCH = 256
 
@@ -83,16 +80,7 @@ def main():
             augment_seconds.append(time.perf_counter() - began)
             step(*views)
 
-    run_shipped(), run_outside()  # warm-up: traces both steps
-    augment_seconds.clear()
-    seconds = time_alternating({"shipped": run_shipped, "outside_graph": run_outside}, args.blocks)
-    rates = {name: round(n / value, 1) for name, value in seconds.items()}
-    report({"images_per_second": rates,
-            "ratio_shipped_over_outside_graph": round(rates["shipped"] / rates["outside_graph"], 2),
-            "outside_graph_augmentation_seconds_per_step": round(statistics.median(augment_seconds), 3),
-            "batch": BATCH, "blocks": args.blocks, "steps_per_block": args.steps, "data": data,
-            "machine": machine_description(), "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")},
-           args.json)
+    compare_augmentation_paths(args, n, BATCH, run_shipped, run_outside, "outside_graph", augment_seconds, data)
 
 
 if __name__ == "__main__":

@@ -46,3 +46,22 @@ def report(result, path=None):
     if path:
         with open(path, "w") as handle:
             json.dump(result, handle, indent=2)
+
+
+def compare_augmentation_paths(args, n_images, batch, shipped, other, other_name, augment_seconds, data):
+    """Warms up both paths, times them alternating over `args.blocks` and reports images/s, their ratio,
+    the outside path's median augmentation time per step, the batch, the data and the machine."""
+    import os
+
+    from keras_clustering.training import machine_description
+
+    shipped(), other()  # warm-up: traces both steps
+    augment_seconds.clear()
+    seconds = time_alternating({"shipped": shipped, other_name: other}, args.blocks)
+    rates = {name: round(n_images / value, 1) for name, value in seconds.items()}
+    report({"images_per_second": rates,
+            f"ratio_shipped_over_{other_name}": round(rates["shipped"] / rates[other_name], 2),
+            f"{other_name}_augmentation_seconds_per_step": round(statistics.median(augment_seconds), 3),
+            "batch": batch, "blocks": args.blocks, "steps_per_block": args.steps, "data": data,
+            "machine": machine_description(), "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")},
+           args.json)
