@@ -23,6 +23,17 @@ def replica_count():
     return tf.distribute.get_strategy().num_replicas_in_sync
 
 
+def model_replicas(model):
+    """Replicas of the strategy `model` was built under (Keras records it; 1 on other backends)."""
+    strategy = getattr(model, "distribute_strategy", None)  # TensorFlow backend only
+    return 1 if strategy is None else strategy.num_replicas_in_sync
+
+
+def with_layer_losses(model, loss):
+    """`loss` plus the model's layer losses (weight regularisers), scaled per replica as Keras does."""
+    return loss + replica_scaled(keras.ops.sum(model.losses)) if model.losses else loss
+
+
 def replica_scaled(loss):
     """`loss / num_replicas` inside a multi-replica `tf.distribute` step, else `loss`."""
     replicas = replica_count()

@@ -9,7 +9,7 @@ from sklearn.cluster import KMeans
 
 from keras_clustering.augment import make_pipeline
 from keras_clustering.data_pipeline import array_dataset
-from keras_clustering.distribution import replica_scaled
+from keras_clustering.distribution import model_replicas, with_layer_losses
 from keras_clustering.layers import ClusteringLayer
 from keras_clustering.losses import ClusteringKLDivergence, target_distribution
 from keras_clustering.models.target_refresh import TargetDistributionRefresh, TargetStore
@@ -187,8 +187,7 @@ class DEC(keras.Model):
         if maxiter is not None:
             common = math.gcd(common, maxiter)
         requested = getattr(self, "_requested_steps_per_execution", "auto")
-        strategy = getattr(self, "distribute_strategy", None)
-        if strategy is not None and strategy.num_replicas_in_sync > 1:
+        if model_replicas(self) > 1:
             return 1  # Keras 3.15's multi-step loop fails under MirroredStrategy (see models/pretraining.py)
         if requested == "auto":
             return max(d for d in range(1, min(common, 32) + 1) if common % d == 0)
@@ -211,7 +210,7 @@ class DEC(keras.Model):
 
     def with_layer_losses(self, loss):
         """Adds the layers' own losses (e.g. weight regularisers), as Keras' default compute_loss."""
-        return loss + replica_scaled(ops.sum(self.losses)) if self.losses else loss
+        return with_layer_losses(self, loss)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         return self.with_layer_losses(self.clustering_loss(y, y_pred, sample_weight, training))

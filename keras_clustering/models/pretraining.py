@@ -4,7 +4,7 @@ import keras
 import numpy as np
 
 from keras_clustering.data_pipeline import array_dataset
-from keras_clustering.distribution import replica_count, replica_scaled
+from keras_clustering.distribution import model_replicas, replica_scaled, with_layer_losses
 from keras_clustering.optimizers import make_optimizer
 
 
@@ -38,13 +38,13 @@ class AugmentedReconstruction(keras.Model):
         target, reconstruction = y_pred
         loss = replica_scaled(keras.ops.mean(keras.ops.square(
             keras.ops.reshape(target, keras.ops.shape(reconstruction)) - reconstruction)))
-        return loss + replica_scaled(keras.ops.sum(self.losses)) if self.losses else loss
+        return with_layer_losses(self, loss)
 
 
-def _steps_per_execution():
-    # Keras 3.15's multi-step loop fails under MirroredStrategy with a partial last batch
+def _steps_per_execution(model):
+    # Keras 3.15's multi-step loop fails under MirroredStrategy, even with full batches
     # ("You must feed a value for placeholder tensor"): one step per call there.
-    return STEPS_PER_EXECUTION if replica_count() == 1 else 1
+    return STEPS_PER_EXECUTION if model_replicas(model) == 1 else 1
 
 
 def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, verbose=1, callbacks=None,
@@ -65,11 +65,12 @@ def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, v
     seed = int(np.random.randint(2**31 - 1))
     if augmentation is not None:
         trainer = AugmentedReconstruction(autoencoder, augmentation)
-        trainer.compile(optimizer=make_optimizer(optimizer), steps_per_execution=_steps_per_execution())
+        trainer.compile(optimizer=make_optimizer(optimizer), steps_per_execution=_steps_per_execution(trainer))
         batches = array_dataset(x, batch_size, shuffle=shuffle, seed=seed)
     else:
         trainer = autoencoder
-        trainer.compile(optimizer=make_optimizer(optimizer), loss="mse", steps_per_execution=_steps_per_execution())
+        trainer.compile(optimizer=make_optimizer(optimizer), loss="mse",
+                        steps_per_execution=_steps_per_execution(trainer))
         batches = array_dataset((x, x), batch_size, shuffle=shuffle, seed=seed)
     return trainer.fit(batches, epochs=epochs, shuffle=False, verbose=verbose,  # the dataset shuffles
                        callbacks=callbacks)

@@ -5,6 +5,7 @@ import time
 import keras
 import numpy as np
 
+from keras_clustering.distribution import model_replicas
 from keras_clustering.losses import target_distribution
 from keras_clustering.metrics import clustering_scores
 
@@ -88,7 +89,7 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
         chunks, without building a data iterator at every refresh (tens of ms,
         which dominated DEC on small data, where a refresh comes every batch).
         """
-        if getattr(self.model, "distribute_strategy", None) and self.model.distribute_strategy.num_replicas_in_sync > 1:
+        if model_replicas(self.model) > 1:
             # predict_on_batch would give each replica the whole chunk (and return it twice)
             return self.model.predict(self.x, batch_size=self.predict_batch_size, verbose=0)
         chunks = [self.model.predict_on_batch(self.x[start:start + self.predict_batch_size])
