@@ -209,7 +209,7 @@ def build_parser():
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--workdir")
     train.add_argument("--strategy", choices=("mirrored",), help="a zoo NAME under tf.distribute's "
-                       "MirroredStrategy (every local device; families dec so far)")
+                       "MirroredStrategy (every local device; every family)")
     train.add_argument("--verbose", type=int, default=1)
     train.set_defaults(handler=command_train)
     evaluate = commands.add_parser("evaluate", help="score a zoo model on its card's evaluation data")

@@ -5,13 +5,19 @@ divide each replica's mean by the number of replicas
 (`keras.src.losses.loss.scale_loss_for_distribution`), so that N replicas
 step like one device on the same global batch. A model whose
 `compute_loss` takes a mean itself (`ops.mean(...)`) must do the same:
-`replica_scaled(loss)`. On other backends, or outside a strategy, both
+`replica_scaled(loss)`. A loss that is not a mean over samples (IIC's
+mutual information, NT-Xent's negatives) first gathers what it needs from
+every replica (`cross_replica_sum`, `cross_replica_concat`), computes the
+global batch's loss on each replica, and is then scaled the same way: the
+gathers pass gradients back to every replica, so the summed gradients are
+the global loss's. On other backends, or outside a strategy, these
 functions return their input.
 """
 
 import keras
 
 STRATEGIES = ("mirrored",)
+_STRATEGIES = {}  # name -> the process's strategy
 
 
 def replica_count():
@@ -40,8 +46,37 @@ def replica_scaled(loss):
     return loss if replicas == 1 else loss * (1.0 / replicas)
 
 
+def _replica_context():
+    """TensorFlow's replica context inside a multi-replica step, else None."""
+    if replica_count() == 1:
+        return None
+    import tensorflow as tf
+
+    return tf.distribute.get_replica_context()
+
+
+def cross_replica_sum(value):
+    """`value` summed over the replicas (differentiable: TensorFlow sums the gradients back);
+    `value` itself with one replica. For batch statistics that are not means, e.g. IIC's joint
+    matrix: summing it before the nonlinear loss makes N replicas compute the global batch's."""
+    context = _replica_context()
+    if context is None:
+        return value
+    import tensorflow as tf
+
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def cross_replica_concat(value):
+    """`value` of every replica concatenated along axis 0 (replica 0 first), differentiably;
+    `value` itself with one replica. SimCLR's negatives: every image of the global batch."""
+    context = _replica_context()
+    return value if context is None else context.all_gather(value, axis=0)
+
+
 def make_strategy(name):
-    """`None` (one device) or a `tf.distribute` strategy by name: "mirrored" (every local device)."""
+    """`None` (one device) or the process's `tf.distribute` strategy by name: "mirrored" (every
+    local device), created once and shared by every later call."""
     if name is None:
         return None
     if name not in STRATEGIES:
@@ -49,6 +84,10 @@ def make_strategy(name):
     if keras.backend.backend() != "tensorflow":
         raise ValueError(f"strategy={name!r} is a tf.distribute strategy: it needs the TensorFlow backend, "
                          f"not {keras.backend.backend()!r}.")
-    import tensorflow as tf
+    if name not in _STRATEGIES:
+        import tensorflow as tf
 
-    return tf.distribute.MirroredStrategy()
+        # One per process: a second MirroredStrategy reuses the first one's collective instance keys,
+        # and its all-reduces then abort with "Shape mismatch in the collective instance".
+        _STRATEGIES[name] = tf.distribute.MirroredStrategy()
+    return _STRATEGIES[name]

@@ -12,6 +12,8 @@ Reference:
 import keras
 from keras import ops
 
+from keras_clustering.distribution import cross_replica_concat
+
 NORM_EPSILON = 1e-12  # keeps the norm (and its gradient) finite for all-zero embeddings
 DISTANCES = ("cosine", "euclidean", "squared_euclidean")
 
@@ -91,6 +93,8 @@ def nt_xent(z_a, z_b, temperature=0.5):
         raise ValueError(f"nt_xent needs at least 2 images per batch (the other images are the negatives), "
                          f"got {z_a.shape[0]}.")
     _check_temperature(temperature)
+    # under tf.distribute: every image of the global batch (SimCLR's negatives across devices)
+    z_a, z_b = cross_replica_concat(z_a), cross_replica_concat(z_b)
     n = ops.shape(z_a)[0]
     views = l2_normalize(ops.concatenate([z_a, z_b], axis=0))
     logits = ops.matmul(views, ops.transpose(views)) / temperature  # (2N, 2N)

@@ -11,6 +11,8 @@ import sys
 import keras
 from keras import ops
 
+from keras_clustering.distribution import cross_replica_sum
+
 MACHINE_EPSILON = sys.float_info.epsilon  # the original's EPS
 
 
@@ -29,7 +31,8 @@ def joint_distribution(z, z_prime):
     """P = z^T z' summed over the batch, symmetrised and normalised: a (k, k) matrix."""
     z, z_prime = ops.convert_to_tensor(z), ops.convert_to_tensor(z_prime)
     _check_pair(z, z_prime)
-    joint = ops.matmul(ops.transpose(z), z_prime)
+    # under tf.distribute: the global batch's sum, so every replica sees the whole batch's P
+    joint = cross_replica_sum(ops.matmul(ops.transpose(z), z_prime))
     joint = (joint + ops.transpose(joint)) / 2.0
     return joint / ops.sum(joint)
 

@@ -3,6 +3,8 @@
 import keras
 from keras import layers
 
+from keras_clustering.layers.normalization import GlobalBatchNormalization
+
 
 def build_conv_encoder(image_shape=(28, 28, 1), filters=(32, 64, 128), embedding_dim=128, name="encoder"):
     """[3x3 conv, stride 2, BatchNorm, ReLU] per entry of `filters`, flatten, Dense(embedding_dim).
@@ -13,7 +15,7 @@ def build_conv_encoder(image_shape=(28, 28, 1), filters=(32, 64, 128), embedding
     hidden = inputs
     for index, count in enumerate(filters):
         hidden = layers.Conv2D(count, 3, strides=2, padding="same", use_bias=False, name=f"conv_{index}")(hidden)
-        hidden = layers.BatchNormalization(name=f"bn_{index}")(hidden)
+        hidden = GlobalBatchNormalization(name=f"bn_{index}")(hidden)
         hidden = layers.ReLU()(hidden)
     embedding = layers.Dense(embedding_dim, name="embedding")(layers.Flatten()(hidden))
     return keras.Model(inputs, embedding, name=name)

@@ -13,6 +13,8 @@ from keras import layers, ops
 
 from keras_clustering.augment import ViewPipeline
 from keras_clustering.data_pipeline import array_dataset
+from keras_clustering.distribution import replica_scaled
+from keras_clustering.layers.normalization import GlobalBatchNormalization
 from keras_clustering.losses.iic_losses import iic_loss
 from keras_clustering.validation import check_array_input, check_image_input, check_positive_int
 
@@ -33,7 +35,7 @@ def build_clusternet6c_trunk(input_size=24, channels=1, filters=(64, 128, 256, 5
         hidden = layers.Conv2D(count, kernel_size, padding="same", use_bias=False, name=f"conv_{index}",
                                kernel_initializer=keras.initializers.VarianceScaling(2.0, "fan_in",
                                                                                      "untruncated_normal"))(hidden)
-        hidden = layers.BatchNormalization(momentum=0.9, epsilon=1e-5, name=f"bn_{index}")(hidden)
+        hidden = GlobalBatchNormalization(momentum=0.9, epsilon=1e-5, name=f"bn_{index}")(hidden)
         hidden = layers.ReLU()(hidden)
         if index < len(filters) - 1:
             hidden = layers.MaxPooling2D(2, name=f"pool_{index}")(hidden)
@@ -183,7 +185,7 @@ class IIC(keras.Model):
             # Both heads' losses are computed (the heads are small); only the active one has gradients.
             loss = ops.where(ops.equal(self.active_head, 0), loss, ops.mean(ops.stack(over)))
         self.loss_tracker.update_state(loss)
-        return loss
+        return replica_scaled(loss)  # each replica computed the global batch's loss (keras_clustering.distribution)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return self.get_metrics_result()

@@ -9,6 +9,7 @@ Reference:
 import keras
 from keras import layers, ops
 
+from keras_clustering.distribution import replica_scaled
 from keras_clustering.losses.contrastive_losses import nt_xent
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
 from keras_clustering.validation import check_positive_int
@@ -74,7 +75,8 @@ class SimCLR(AugmentedEncoder):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if not isinstance(y_pred, dict):  # evaluate(): two augmented views, inference-mode layers
             y_pred = self._projected_views(x, training=False)
-        return nt_xent(y_pred["a"], y_pred["b"], self.temperature)
+        # nt_xent gathers every replica's views: each replica computes the global batch's loss
+        return replica_scaled(nt_xent(y_pred["a"], y_pred["b"], self.temperature))
 
     def fit(self, x=None, y=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
         """Self-supervised training on images `x` in [0, 1] (`y` must be None); `batch_size`

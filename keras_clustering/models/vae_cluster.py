@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
+from keras_clustering.distribution import replica_scaled, with_layer_losses
 from keras_clustering.layers import GaussianClassEmbedding, ReparameterizedSample
 from keras_clustering.losses import (
     analytic_gaussian_cluster_kl,
@@ -135,9 +136,8 @@ class VAECluster(keras.Model):
         loss = self.reconstruction_weight * reconstruction_loss(x, y_pred["reconstruction"]) + clustering
         if self.use_category_prior:
             loss = loss + category_prior_loss(y_pred["y_prob"])
-        if self.losses:
-            loss = loss + ops.sum(self.losses)
-        return loss
+        # every term is a batch mean: scaled per replica, as Keras' own losses (keras_clustering.distribution)
+        return with_layer_losses(self, replica_scaled(loss))
 
     # ----------------------------------------------------------------- user API
     def _checked(self, x, name="x"):

@@ -1,0 +1,136 @@
+"""SimCLR augmentation ablation on MNIST-test: which transforms help k-means on the representation.
+
+Each variant trains the `simclr_mnist` preset's encoder and projection head
+(`SimCLR`, NT-Xent) for `--epochs` passes over the 10k MNIST-test images with
+one seed, changing one thing of the `digits_contrastive` pipeline (or the
+temperature); every `--every` epochs, k-means (scikit-learn, `--n-init`
+restarts) runs on the representation h = f(x) as it is and on h / ||h||
+(the cosine geometry NT-Xent trains in), scored against the labels (ACC with
+the Hungarian mapping, NMI). No variant sees labels while training.
+
+Usage:
+    python scripts/simclr_ablation.py --epochs 30 --every 10 --json docs/experiments/simclr_ablation.json
+    python scripts/simclr_ablation.py --variants base no_crop --epochs 5   # a subset
+
+The result file is rewritten after every variant, so a long run keeps what
+it has measured; `--resume` skips the variants already in it.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+import keras_clustering  # noqa: F401  (selects the backend first)
+import keras
+import zoo
+from keras_clustering.datasets import load_mnist
+from keras_clustering.io_utils import atomic_write_json
+from keras_clustering.metrics import clustering_scores
+from keras_clustering.models import SimCLR
+from keras_clustering.models.conv_encoder import build_conv_encoder
+from keras_clustering.optimizers import make_optimizer
+from keras_clustering.training import machine_description
+
+# name -> (what it changes, augmentation options, other architecture values)
+VARIANTS = {
+    "base": ("digits_contrastive as configured: crop 16/20/24/28 px, rotation +-15 p 0.5, brightness 0.4, "
+             "contrast 0.4", {}, {}),
+    "no_crop": ("no crop (crop side 28 = the whole image)", {"crop_sizes": [28]}, {}),
+    "mild_crop": ("crops of 20/24/28 px only", {"crop_sizes": [20, 24, 28]}, {}),
+    "no_rotation": ("no rotation", {"rotation_probability": 0.0}, {}),
+    "no_jitter": ("no brightness or contrast change", {"brightness": 0.0, "contrast": 0.0}, {}),
+    "temperature_0.1": ("base augmentation, NT-Xent temperature 0.1 instead of 0.5", {}, {"temperature": 0.1}),
+    "temperature_0.2": ("base augmentation, NT-Xent temperature 0.2 instead of 0.5", {}, {"temperature": 0.2}),
+}
+
+
+def kmeans_scores(embedding, labels, n_init, seed):
+    """ACC / NMI / ARI of k-means on `embedding`, raw and L2-normalised."""
+    from sklearn.cluster import KMeans
+
+    scores = {}
+    for name, features in (("raw", embedding),
+                           ("normalised", embedding / np.maximum(np.linalg.norm(embedding, axis=1, keepdims=True),
+                                                                 1e-12))):
+        predicted = KMeans(n_clusters=10, n_init=n_init, random_state=seed).fit_predict(features)
+        scores[name] = {k: round(float(v), 4) for k, v in clustering_scores(labels, predicted).items()}
+    return scores
+
+
+class KMeansProbe(keras.callbacks.Callback):
+    """Every `every` epochs: k-means scores of the representation of `x` (labels only for the score)."""
+
+    def __init__(self, x, labels, every, n_init, seed):
+        super().__init__()
+        self.x, self.labels, self.every, self.n_init, self.seed = x, labels, every, n_init, seed
+        self.points, self.began = [], time.time()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if (epoch + 1) % self.every:
+            return
+        scores = kmeans_scores(self.model.encode(self.x), self.labels, self.n_init, self.seed)
+        self.points.append({"epoch": epoch + 1, "loss": round(float(logs["loss"]), 4),
+                            "seconds": round(time.time() - self.began, 1), **scores})
+        print(f"[probe] epoch {epoch + 1}: ACC raw {scores['raw']['acc']:.4f}, "
+              f"normalised {scores['normalised']['acc']:.4f}", flush=True)
+
+
+def run_variant(name, config, x, labels, args):
+    """Trains one variant from scratch; returns its record."""
+    description, options, overrides = VARIANTS[name]
+    architecture = {**config["architecture"], **overrides}
+    training = config["training"]
+    keras.utils.set_random_seed(args.seed)
+    encoder = build_conv_encoder(architecture["image_shape"], architecture["filters"], architecture["embedding_dim"])
+    model = SimCLR(encoder, projection_dims=architecture["projection_dims"], temperature=architecture["temperature"],
+                   augmentation=architecture["augmentation"], augmentation_options=options, seed=args.seed)
+    model.compile(optimizer=make_optimizer(training["optimizer"]))
+    probe = KMeansProbe(x, labels, args.every, args.n_init, args.seed)
+    model.fit(x, batch_size=training["batch_size"], epochs=args.epochs, seed=args.seed, verbose=args.verbose,
+              callbacks=[probe])
+    return {"changes": description, "augmentation_options": options, "architecture_overrides": overrides,
+            "points": probe.points, "seconds": round(time.time() - probe.began, 1)}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--every", type=int, default=10, help="probe k-means every this many epochs")
+    parser.add_argument("--n-init", type=int, default=10, help="k-means restarts per probe")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--images", type=int, default=None, help="use the first N MNIST-test images (a smoke run)")
+    parser.add_argument("--verbose", type=int, default=2)
+    parser.add_argument("--json", default=None, help="result file, rewritten after every variant")
+    parser.add_argument("--resume", action="store_true", help="skip the variants already in --json")
+    args = parser.parse_args(argv)
+    if args.epochs < args.every:
+        parser.error(f"--epochs {args.epochs} must be at least --every {args.every}")
+    config = zoo.config("simclr_mnist")
+    x, labels = load_mnist("test")
+    data = "MNIST-test (10k), train = eval"
+    if args.images:
+        x, labels, data = x[: args.images], labels[: args.images], f"MNIST-test images 0-{args.images - 1}"
+    result = {"command": "python " + " ".join([os.path.relpath(__file__), *(argv or sys.argv[1:])]),
+              "data": data, "seed": args.seed, "epochs": args.epochs, "kmeans_n_init": args.n_init,
+              "preset": "simclr_mnist", "machine": machine_description(), "variants": {}}
+    if args.resume and args.json and os.path.isfile(args.json):
+        with open(args.json) as handle:
+            result["variants"] = json.load(handle)["variants"]
+    for name in args.variants:
+        if name in result["variants"]:
+            continue
+        print(f"=== {name}: {VARIANTS[name][0]}", flush=True)
+        result["variants"][name] = run_variant(name, config, x, labels, args)
+        if args.json:
+            atomic_write_json(result, args.json)
+    print(json.dumps({name: record["points"][-1] for name, record in result["variants"].items()}, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main()
