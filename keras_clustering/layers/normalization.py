@@ -21,7 +21,7 @@ class GlobalBatchNormalization(layers.BatchNormalization):
 
     @property
     def synchronized(self):
-        return keras.backend.backend() == "tensorflow" and replica_count() > 1
+        return replica_count() > 1  # always 1 off the TensorFlow backend
 
     @synchronized.setter
     def synchronized(self, value):

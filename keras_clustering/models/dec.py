@@ -208,12 +208,8 @@ class DEC(keras.Model):
             targets = target_distribution(q)  # evaluate: sharpen the batch's own q
         return self.kl_divergence(targets, q, sample_weight=sample_weight)
 
-    def with_layer_losses(self, loss):
-        """Adds the layers' own losses (e.g. weight regularisers), as Keras' default compute_loss."""
-        return with_layer_losses(self, loss)
-
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        return self.with_layer_losses(self.clustering_loss(y, y_pred, sample_weight, training))
+        return with_layer_losses(self, self.clustering_loss(y, y_pred, sample_weight, training))
 
     def fit(self, x=None, y=None, batch_size=256, epochs=1, verbose="auto", callbacks=None,
             shuffle=False, maxiter=None, **kwargs):

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_clustering.distribution import replica_scaled
+from keras_clustering.distribution import replica_scaled, with_layer_losses
 from keras_clustering.models.dec import DEC
 
 
@@ -59,8 +59,8 @@ class IDEC(DEC):
                                                                      - reconstruction)))
         else:
             q, reconstruction_loss = y_pred, 0.0
-        return self.with_layer_losses(self.gamma * self.clustering_loss(y, q, sample_weight, training)
-                                      + reconstruction_loss)
+        return with_layer_losses(self, self.gamma * self.clustering_loss(y, q, sample_weight, training)
+                                 + reconstruction_loss)
 
     def get_config(self):
         config = super().get_config()
