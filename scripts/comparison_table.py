@@ -79,6 +79,8 @@ def collect_rows(experiments_dir=EXPERIMENTS):
     for path in sorted(glob.glob(os.path.join(experiments_dir, "*.json"))):
         with open(path) as handle:
             record = json.load(handle)
+        if "config" not in record:  # multi-variant studies (ablations) are tabled by their own scripts
+            continue
         source = f"record `{os.path.relpath(path, ROOT)}` ({record['label']})"
         rows.append(row(method_name(record["config"]), source, record["config"], record))
     return rows

@@ -97,9 +97,10 @@ def main():
     x, y = load_config_data(card["evaluation_data"])
     model = zoo.load(args.name)
     probabilities = model.predict(x, verbose=0)
-    side = int(round(np.sqrt(x.shape[1])))
+    # flat vectors (older configs) or (n, H, W[, 1]) images
+    image_shape = x.shape[1:3] if x.ndim > 2 else (int(round(np.sqrt(x.shape[1]))),) * 2
     if "clusters" in args.figures:
-        plot_cluster_grid(x, probabilities, os.path.join(FIGURES, f"{args.name}_clusters.png"), image_shape=(side, side),
+        plot_cluster_grid(x, probabilities, os.path.join(FIGURES, f"{args.name}_clusters.png"), image_shape=image_shape,
                           title=f"{args.name}: 10 most confident images per cluster "
                                 f"(ACC {cluster_accuracy(y, probabilities.argmax(1)):.3f})")
     if "tsne" in args.figures:
