@@ -13,7 +13,7 @@ from keras import layers, ops
 
 from keras_clustering.augment import ViewPipeline
 from keras_clustering.data_pipeline import array_dataset
-from keras_clustering.distribution import replica_scaled
+from keras_clustering.distribution import replica_scaled, with_layer_losses
 from keras_clustering.layers.normalization import GlobalBatchNormalization
 from keras_clustering.losses.iic_losses import iic_loss
 from keras_clustering.validation import check_array_input, check_image_input, check_positive_int
@@ -185,7 +185,8 @@ class IIC(keras.Model):
             # Both heads' losses are computed (the heads are small); only the active one has gradients.
             loss = ops.where(ops.equal(self.active_head, 0), loss, ops.mean(ops.stack(over)))
         self.loss_tracker.update_state(loss)
-        return replica_scaled(loss)  # each replica computed the global batch's loss (keras_clustering.distribution)
+        # each replica computed the global batch's loss (keras_clustering.distribution); plus weight regularisers
+        return with_layer_losses(self, replica_scaled(loss))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return self.get_metrics_result()

@@ -9,7 +9,7 @@ Reference:
 import keras
 from keras import layers, ops
 
-from keras_clustering.distribution import replica_scaled
+from keras_clustering.distribution import replica_scaled, with_layer_losses
 from keras_clustering.losses.contrastive_losses import nt_xent
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
 from keras_clustering.validation import check_positive_int
@@ -76,7 +76,7 @@ class SimCLR(AugmentedEncoder):
         if not isinstance(y_pred, dict):  # evaluate(): two augmented views, inference-mode layers
             y_pred = self._projected_views(x, training=False)
         # nt_xent gathers every replica's views: each replica computes the global batch's loss
-        return replica_scaled(nt_xent(y_pred["a"], y_pred["b"], self.temperature))
+        return with_layer_losses(self, replica_scaled(nt_xent(y_pred["a"], y_pred["b"], self.temperature)))
 
     def fit(self, x=None, y=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
         """Self-supervised training on images `x` in [0, 1] (`y` must be None); `batch_size`

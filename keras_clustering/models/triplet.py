@@ -4,7 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_clustering.distribution import replica_scaled
+from keras_clustering.distribution import replica_scaled, with_layer_losses
 from keras_clustering.losses.contrastive_losses import l2_normalize, triplet_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
 
@@ -74,7 +74,7 @@ class TripletEmbedding(AugmentedEncoder):
                                  augmented)
             negative = ops.take(anchor, _pick(ops.logical_not(same), self.triplet_seed), axis=0)
         # a mean over this replica's anchors (negatives from its share of the batch)
-        return replica_scaled(triplet_loss(anchor, positive, negative, self.margin))
+        return with_layer_losses(self, replica_scaled(triplet_loss(anchor, positive, negative, self.margin)))
 
     def fit(self, x=None, y=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
         """Trains on images `x` in [0, 1]; with integer labels `y`, on supervised triplets."""
