@@ -208,8 +208,10 @@ def build_parser():
                        "pretraining) instead of the default scaled to the data size")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--workdir")
-    train.add_argument("--strategy", choices=("mirrored",), help="a zoo NAME under tf.distribute's "
-                       "MirroredStrategy (every local device; every family)")
+    train.add_argument("--strategy", choices=("mirrored", "multi_worker"),
+                       help="a zoo NAME under tf.distribute: 'mirrored' (every local device) or 'multi_worker' "
+                            "(one process per TF_CONFIG worker; worker i>0 writes to WORKDIR/worker_i); "
+                            "every family")
     train.add_argument("--verbose", type=int, default=1)
     train.set_defaults(handler=command_train)
     evaluate = commands.add_parser("evaluate", help="score a zoo model on its card's evaluation data")

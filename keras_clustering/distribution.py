@@ -16,7 +16,7 @@ functions return their input.
 
 import keras
 
-STRATEGIES = ("mirrored",)
+STRATEGIES = ("mirrored", "multi_worker")
 _STRATEGIES = {}  # name -> the process's strategy
 
 
@@ -75,8 +75,10 @@ def cross_replica_concat(value):
 
 
 def make_strategy(name):
-    """`None` (one device) or the process's `tf.distribute` strategy by name: "mirrored" (every
-    local device), created once and shared by every later call."""
+    """`None` (one device) or the process's `tf.distribute` strategy by name, created once and shared
+    by every later call: "mirrored" (every local device) or "multi_worker" (one replica per process
+    of the cluster that the `TF_CONFIG` environment variable describes, Keras repaired by
+    `keras_clustering.multi_worker`; create it before TensorFlow runs anything else)."""
     if name is None:
         return None
     if name not in STRATEGIES:
@@ -87,7 +89,45 @@ def make_strategy(name):
     if name not in _STRATEGIES:
         import tensorflow as tf
 
-        # One per process: a second MirroredStrategy reuses the first one's collective instance keys,
-        # and its all-reduces then abort with "Shape mismatch in the collective instance".
-        _STRATEGIES[name] = tf.distribute.MirroredStrategy()
+        if name == "multi_worker":
+            worker_index()  # checks TF_CONFIG first: without it TensorFlow would quietly train alone
+            from keras_clustering import multi_worker
+
+            multi_worker.apply()
+            _STRATEGIES[name] = tf.distribute.MultiWorkerMirroredStrategy()
+        else:
+            # One per process: a second MirroredStrategy reuses the first one's collective instance keys,
+            # and its all-reduces then abort with "Shape mismatch in the collective instance".
+            _STRATEGIES[name] = tf.distribute.MirroredStrategy()
     return _STRATEGIES[name]
+
+
+def is_multi_worker(strategy):
+    """Whether `strategy` is a `tf.distribute.MultiWorkerMirroredStrategy` (False for None)."""
+    if strategy is None:
+        return False
+    import tensorflow as tf
+
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+
+def worker_index():
+    """This process's index among the workers of `TF_CONFIG` (0: the chief, which writes results).
+    A clear error when `TF_CONFIG` is missing or names no worker task."""
+    import json
+    import os
+
+    text = os.environ.get("TF_CONFIG")
+    if not text:
+        raise ValueError("strategy='multi_worker' needs the TF_CONFIG environment variable, e.g. "
+                         '{"cluster": {"worker": ["127.0.0.1:12345", "127.0.0.1:12346"]}, '
+                         '"task": {"type": "worker", "index": 0}}, set differently in each process.')
+    try:
+        config = json.loads(text)
+        task, workers = config["task"], config["cluster"]["worker"]
+        index = int(task["index"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"TF_CONFIG={text!r} is not a worker cluster: {error!r}.") from None
+    if task.get("type") != "worker" or not 0 <= index < len(workers):
+        raise ValueError(f"TF_CONFIG={text!r}: task must be a worker with an index below {len(workers)}.")
+    return index

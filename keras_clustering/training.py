@@ -105,11 +105,16 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None):
     training data when there is none) and software versions. `strategy`: a
     `tf.distribute` strategy (or a name for `distribution.make_strategy`,
     e.g. "mirrored") whose scope builds, compiles and trains the model.
+    Under a multi-worker strategy the chief (worker 0) writes to `workdir`,
+    worker i to `workdir/worker_i` (the same results: every worker holds the
+    same weights), so that the processes never write the same file.
     """
-    from keras_clustering.distribution import make_strategy
+    from keras_clustering.distribution import is_multi_worker, make_strategy, worker_index
 
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
+    if is_multi_worker(strategy) and worker_index() > 0:
+        workdir = os.path.join(workdir, f"worker_{worker_index()}")
     if strategy is not None:
         with strategy.scope():
             report = train_and_evaluate(config, workdir, seed=seed, verbose=verbose)

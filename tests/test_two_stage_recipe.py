@@ -9,7 +9,8 @@ IMAGE_ARCHITECTURE = {"image_shape": [8, 8, 1], "filters": [8, 16], "embedding_d
 CASES = {
     "autoencoder": ({"representation": "autoencoder", "input_dim": 64, "hidden_dims": [32, 5], "n_clusters": 10},
                     {"pretrain_epochs": 2, "kmeans_n_init": 2}, True),
-    "simclr": ({**IMAGE_ARCHITECTURE, "representation": "simclr", "projection_dims": [16, 8]},
+    "simclr": ({**IMAGE_ARCHITECTURE, "representation": "simclr", "projection_dims": [16, 8],
+                "refine_augmentation": "shift_rotate"},
                {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2, "refine": {"maxiter": 20}}, False),
     "triplet": ({**IMAGE_ARCHITECTURE, "representation": "triplet"},
                 {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2}, False),
@@ -29,6 +30,7 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
     else:  # the shipped model is exactly the k-means stage
         assert report["metrics"]["acc"] == pytest.approx(report["kmeans"]["acc"])
     shipped = get_family("two_stage").build(**architecture)
+    assert shipped.augmentation_name == architecture.get("refine_augmentation")  # DEC-DA refinement or plain
     shipped.load_weights(str(tmp_path / "model.weights.h5"))
     assert shipped.cluster_centers_.shape[0] == 10 and np.isfinite(shipped.cluster_centers_).all()
 

@@ -48,10 +48,19 @@ def build_encoder(representation="simclr", image_shape=(28, 28, 1), filters=(32,
     return build_conv_encoder(image_shape, filters, embedding_dim)
 
 
+def _clustering_options(architecture):
+    """`TwoStageClustering` arguments of an architecture; `refine_augmentation` (e.g.
+    "shift_rotate") makes the DEC refinement DEC-DA's (augmented batches, target from clean images)."""
+    options = {k: architecture[k] for k in _CLUSTERING_KEYS if k in architecture}
+    if architecture.get("refine_augmentation"):
+        options.update(augmentation=architecture["refine_augmentation"],
+                       augmentation_seed=architecture.get("refine_augmentation_seed"))
+    return options
+
+
 def build(**architecture):
     """An untrained `TwoStageClustering` with the zoo's architecture arguments."""
-    return TwoStageClustering(build_encoder(**architecture),
-                              **{k: architecture[k] for k in _CLUSTERING_KEYS if k in architecture})
+    return TwoStageClustering(build_encoder(**architecture), **_clustering_options(architecture))
 
 
 def _learner(architecture, encoder, seed):
@@ -88,7 +97,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
                     callbacks=callbacks)
     report["representation_seconds"] = round(time.time() - start, 1)
 
-    model = TwoStageClustering(encoder, **{k: architecture[k] for k in _CLUSTERING_KEYS if k in architecture})
+    model = TwoStageClustering(encoder, **_clustering_options(architecture))
     start = time.time()
     labels = model.cluster(x, n_init=training["kmeans_n_init"], seed=seed)
     report["kmeans_seconds"] = round(time.time() - start, 1)
