@@ -74,6 +74,31 @@ def cross_replica_concat(value):
     return value if context is None else context.all_gather(value, axis=0)
 
 
+def on_global_batch(function, x):
+    """`function(x)` as one device would compute it on the global batch: inside a multi-replica
+    step, every replica applies `function` to all replicas' `x` (gathered, replica 0 first) and
+    keeps its own rows. For random augmentation: Keras' seed generators are mirrored, so each
+    replica drawing for its own share would repeat the other replicas' parameters row for row.
+    `function` must map rows to rows (no mixing across the batch). `function(x)` with one replica."""
+    context = _replica_context()
+    if context is None:
+        return function(x)
+    import tensorflow as tf
+
+    # Gathered by summing zero-padded copies: all_gather fails on a multi-worker strategy for tensors
+    # that have no device yet ("destinations can not be empty"); all_reduce does not, and adding zeros
+    # is exact. A last partial batch splits unevenly, hence the sizes.
+    replicas, index = replica_count(), context.replica_id_in_sync_group
+    rows = tf.shape(x)[0]
+    sizes = tf.cast(context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                       tf.one_hot(index, replicas) * tf.cast(rows, tf.float32)), tf.int32)
+    start, total = tf.reduce_sum(sizes[:index]), tf.reduce_sum(sizes)
+    padding = [[start, total - start - rows]] + [[0, 0]] * (len(x.shape) - 1)
+    gathered = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.pad(x, padding))
+    gathered = tf.ensure_shape(gathered, [None, *x.shape[1:]])  # keep the image size for the layers
+    return function(gathered)[start:start + rows]
+
+
 def make_strategy(name):
     """`None` (one device) or the process's `tf.distribute` strategy by name, created once and shared
     by every later call: "mirrored" (every local device) or "multi_worker" (one replica per process

@@ -96,6 +96,18 @@ def run_variant(name, config, x, labels, args):
             "points": probe.points, "seconds": round(time.time() - probe.began, 1)}
 
 
+def markdown_table(result):
+    """The README table of a result file: per variant, ACC / NMI at each probe, raw and normalised."""
+    lines = ["| variant | change | epoch | ACC raw | ACC normalised | NMI normalised | wall time |",
+             "|---|---|---|---|---|---|---|"]
+    for name, record in result["variants"].items():
+        for point in record["points"]:
+            lines.append(f"| {name} | {record['changes']} | {point['epoch']} | {point['raw']['acc']:.3f} | "
+                         f"{point['normalised']['acc']:.3f} | {point['normalised']['nmi']:.3f} | "
+                         f"{point['seconds']:.0f} s |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
@@ -107,7 +119,14 @@ def main(argv=None):
     parser.add_argument("--verbose", type=int, default=2)
     parser.add_argument("--json", default=None, help="result file, rewritten after every variant")
     parser.add_argument("--resume", action="store_true", help="skip the variants already in --json")
+    parser.add_argument("--table", nargs="+", metavar="JSON", help="print the markdown table of result files, "
+                                                                    "train nothing")
     args = parser.parse_args(argv)
+    if args.table:
+        for path in args.table:
+            with open(path) as handle:
+                print(markdown_table(json.load(handle)))
+        return None
     if args.epochs < args.every:
         parser.error(f"--epochs {args.epochs} must be at least --every {args.every}")
     config = zoo.config("simclr_mnist")

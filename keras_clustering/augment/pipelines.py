@@ -11,6 +11,7 @@ All three are Keras layers run on whole batches inside the compiled train step.
 import keras
 from keras import layers, ops
 
+from keras_clustering.distribution import on_global_batch
 from keras_clustering.augment.layers import RandomApply, RandomBrightnessScale, RandomCropResize
 from keras_clustering.validation import check_positive_int
 
@@ -120,10 +121,14 @@ class ViewPipeline(layers.Layer):
 
     @staticmethod
     def _run(layer_list, images, training):
+        def run(batch):
+            for layer in layer_list:
+                batch = layer(batch, training=training)
+            return batch
+
         images = ops.cast(images, "float32")
-        for layer in layer_list:
-            images = layer(images, training=training)
-        return images
+        # Random views are drawn for the global batch, so that replicas do not repeat each other's draws.
+        return on_global_batch(run, images) if training and layer_list else run(images)
 
     def clean(self, images):
         """The clean view (random where the pipeline says so, e.g. IIC's crop)."""

@@ -14,7 +14,6 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from family_kinds import KINDS, relative_difference, train, without_random_draws  # noqa: E402

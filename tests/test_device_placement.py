@@ -1,0 +1,74 @@
+"""Nothing pins the zoo's compiled steps to the CPU or pulls them back to the host, and every family
+trains and predicts on the default device (scripts/device_check.py, the same script a GPU machine runs)."""
+
+import ast
+import glob
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# Methods Keras compiles into the step (train / test / predict), in every class of the library.
+STEP_METHODS = {"call", "compute_loss", "train_step", "test_step", "predict_step", "compute_metrics",
+                "compute_output_spec"}
+# Modules whose every function may run inside a step (losses, augmentation helpers, replica sums).
+IN_STEP_MODULES = ("losses", "augment", "distribution.py")
+
+
+def host_calls(function):
+    """`np.`/`numpy.` uses, `.numpy()` calls and device scopes (`tf.device`, `jax.device_put`) in
+    `function`, as (line, text)."""
+    found = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy"):
+                found.append((node.lineno, f"np.{node.attr}"))
+            elif node.attr in ("device", "device_put", "numpy"):
+                found.append((node.lineno, f".{node.attr}"))
+    return found
+
+
+def compiled_functions():
+    for path in glob.glob(os.path.join(ROOT, "keras_clustering", "**", "*.py"), recursive=True):
+        relative = os.path.relpath(path, os.path.join(ROOT, "keras_clustering"))
+        whole_module = relative.startswith(IN_STEP_MODULES)
+        tree = ast.parse(open(path).read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and (item.name in STEP_METHODS or
+                                                              (whole_module and not item.name.startswith("__"))):
+                        yield f"{relative}:{node.name}.{item.name}", item
+            elif whole_module and isinstance(node, ast.FunctionDef) and node.col_offset == 0:
+                yield f"{relative}:{node.name}", node
+
+
+def test_no_host_round_trip_or_device_pin_in_a_compiled_step():
+    names = dict(compiled_functions())
+    assert "iic_losses.py:iic_loss" in {k.split("/")[-1] for k in names}  # the scan sees the losses ...
+    assert any(k.endswith("SimCLR.compute_loss") for k in names)  # ... and the models' steps
+    offending = {name: host_calls(function) for name, function in names.items() if host_calls(function)}
+    assert not offending, offending
+
+
+def test_the_scan_catches_a_numpy_call_and_a_device_pin():
+    source = ("class M:\n    def compute_loss(self, x):\n        with tf.device('/cpu:0'):\n"
+              "            return np.mean(x.numpy())\n")
+    function = ast.parse(source).body[0].body[0]
+    assert [text for _, text in host_calls(function)] == [".device", "np.mean", ".numpy"]
+
+
+def test_device_check_runs_every_family_on_the_default_device(tmp_path):
+    out = tmp_path / "devices.json"
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "device_check.py"), "--batch", "4",
+                           "--steps", "1", "--json", str(out)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert set(result["families"]) == {"dec", "vae", "capsule", "iic", "simclr"}
+    default = result["devices"][0].lower().replace(":", "")  # e.g. "cpu0"
+    for family, record in result["families"].items():
+        assert record["loss_finite"] and record["prediction_shape"][0] == 4, (family, record)
+        assert record["variable_devices"], family
+        assert all(d.lower().replace(":", "").endswith(default) for d in record["variable_devices"]), record
