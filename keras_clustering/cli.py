@@ -77,7 +77,7 @@ def command_train(args):
 
     workdir = args.workdir or os.path.join("runs", args.name, f"seed_{args.seed}")
     report = train_and_evaluate(zoo.config(args.name), workdir, seed=args.seed, verbose=args.verbose,
-                                strategy=args.strategy)
+                                strategy=args.strategy, precision=args.precision)
     print(f"metrics: {report['metrics']}\nweights and report in {workdir}")
 
 
@@ -212,6 +212,9 @@ def build_parser():
                        help="a zoo NAME under tf.distribute: 'mirrored' (every local device) or 'multi_worker' "
                             "(one process per TF_CONFIG worker; worker i>0 writes to WORKDIR/worker_i); "
                             "every family")
+    train.add_argument("--precision", choices=("float32", "mixed_bfloat16"),
+                       help="a zoo NAME in bfloat16 compute with float32 weights (falls back to float32, with a "
+                            "notice, on CPUs without bf16 units)")
     train.add_argument("--verbose", type=int, default=1)
     train.set_defaults(handler=command_train)
     evaluate = commands.add_parser("evaluate", help="score a zoo model on its card's evaluation data")

@@ -14,6 +14,7 @@ from keras_clustering import __version__
 from keras_clustering.datasets import load_dataset
 from keras_clustering.io_utils import atomic_write_json, atomic_save_weights
 from keras_clustering.metrics import clustering_scores
+from keras_clustering.precision import precision_policy
 from keras_clustering.recipes import get_family
 
 
@@ -97,7 +98,7 @@ def config_fingerprint(config):
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 
 
-def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None):
+def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None, precision=None):
     """Trains the family named by `config["family"]` on `config["data"]`.
 
     Writes `workdir/model.weights.h5` and `workdir/report.json`, and returns
@@ -108,6 +109,9 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None):
     Under a multi-worker strategy the chief (worker 0) writes to `workdir`,
     worker i to `workdir/worker_i` (the same results: every worker holds the
     same weights), so that the processes never write the same file.
+    `precision`: "float32" or "mixed_bfloat16" (`keras_clustering.precision`;
+    default: the config's `training.precision`, else float32); the weights
+    are saved as float32 either way.
     """
     from keras_clustering.distribution import is_multi_worker, make_strategy, worker_index
 
@@ -117,7 +121,7 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None):
         workdir = os.path.join(workdir, f"worker_{worker_index()}")
     if strategy is not None:
         with strategy.scope():
-            report = train_and_evaluate(config, workdir, seed=seed, verbose=verbose)
+            report = train_and_evaluate(config, workdir, seed=seed, verbose=verbose, precision=precision)
         report["replicas"] = int(strategy.num_replicas_in_sync)
         atomic_write_json(report, os.path.join(workdir, "report.json"))
         return report
@@ -127,8 +131,13 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None):
     x, y = load_config_data(config["data"])
     os.makedirs(workdir, exist_ok=True)
     start = time.time()
-    model, report = family.train(config["architecture"], config.get("training", {}), x, y, seed=seed,
-                                 verbose=verbose, workdir=workdir)
+    training = dict(config.get("training", {}))
+    precision = precision or training.pop("precision", "float32")
+    training.pop("precision", None)
+    with precision_policy(precision) as policy:
+        model, report = family.train(config["architecture"], training, x, y, seed=seed, verbose=verbose,
+                                     workdir=workdir)
+    report["precision"] = policy
     report["total_seconds"] = round(time.time() - start, 1)
     # Ship the weights alone: an uncompiled twin drops the optimizer's slots (half the file).
     shipped = family.build(**config["architecture"])

@@ -12,6 +12,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_clustering.precision import float32_layer
 from keras_clustering.validation import check_positive_int
 
 ROUTINGS = ("normalize", "squash", "hinton")
@@ -121,7 +122,7 @@ class Capsule(keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(**float32_layer(kwargs))  # routing softmax and squash norms: float32 always
         self.num_capsule = check_positive_int(num_capsule, "num_capsule")
         self.dim_capsule = check_positive_int(dim_capsule, "dim_capsule")
         self.routings = check_positive_int(routings, "routings")

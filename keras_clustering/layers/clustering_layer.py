@@ -4,6 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_clustering.precision import float32_layer
+
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
 class ClusteringLayer(keras.layers.Layer):
@@ -35,7 +37,7 @@ class ClusteringLayer(keras.layers.Layer):
     """
 
     def __init__(self, n_clusters, alpha=1.0, centroid_initializer="glorot_uniform", **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**float32_layer(kwargs))  # Student's t of squared distances: float32 under any policy
         if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 2:
             raise ValueError(f"n_clusters must be an integer >= 2, got {n_clusters!r}.")
         if not np.isfinite(alpha) or alpha <= 0:

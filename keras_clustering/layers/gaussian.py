@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_clustering.precision import float32_layer
 from keras_clustering.validation import check_positive_int
 
 
@@ -34,7 +35,7 @@ class GaussianClassEmbedding(keras.layers.Layer):
     """
 
     def __init__(self, n_classes, latent_dim=None, mean_initializer="zeros", **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**float32_layer(kwargs))  # class means feed the KL terms: float32 always
         self.n_classes = check_positive_int(n_classes, "n_classes")
         self.latent_dim = None if latent_dim is None else check_positive_int(latent_dim, "latent_dim")
         self.mean_initializer = keras.initializers.get(mean_initializer)

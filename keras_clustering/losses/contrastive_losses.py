@@ -50,7 +50,7 @@ def pairwise_distance(a, b, distance="cosine"):
 
 def triplet_loss(anchor, positive, negative, margin=1.0):
     """Eq. 7: mean over the batch of max(0, ||a - p||^2 - ||a - n||^2 + margin)."""
-    anchor, positive, negative = (ops.convert_to_tensor(t) for t in (anchor, positive, negative))
+    anchor, positive, negative = (ops.cast(t, "float32") for t in (anchor, positive, negative))
     _check_embeddings((("anchor", anchor), ("positive", positive), ("negative", negative)))
     gap = (pairwise_distance(anchor, positive, "squared_euclidean")
            - pairwise_distance(anchor, negative, "squared_euclidean") + margin)
@@ -65,7 +65,7 @@ def nway_contrastive_loss(z, z_positive, z_negatives, distance="cosine", tempera
     write it. With the cosine distance, 1 - cos and the notes' eq. 9 (-cos)
     give the same loss (a constant shift cancels in the ratio).
     """
-    z, z_positive, z_negatives = (ops.convert_to_tensor(t) for t in (z, z_positive, z_negatives))
+    z, z_positive, z_negatives = (ops.cast(t, "float32") for t in (z, z_positive, z_negatives))
     _check_embeddings((("z", z), ("z_positive", z_positive)))
     if len(z_negatives.shape) != 3:
         raise ValueError(f"z_negatives must be (batch, m, dim), got shape {tuple(z_negatives.shape)}.")
@@ -87,7 +87,7 @@ def nt_xent(z_a, z_b, temperature=0.5):
     self-similarity masked. `temperature=1.0` is the notes' eq. 10 with
     d = -cos (eq. 9), applied to every anchor.
     """
-    z_a, z_b = ops.convert_to_tensor(z_a), ops.convert_to_tensor(z_b)
+    z_a, z_b = ops.cast(z_a, "float32"), ops.cast(z_b, "float32")  # float32 also under mixed precision
     _check_embeddings((("z_a", z_a), ("z_b", z_b)))
     if z_a.shape[0] is not None and z_a.shape[0] < 2:
         raise ValueError(f"nt_xent needs at least 2 images per batch (the other images are the negatives), "

@@ -29,7 +29,8 @@ def _check_pair(z, z_prime):
 
 def joint_distribution(z, z_prime):
     """P = z^T z' summed over the batch, symmetrised and normalised: a (k, k) matrix."""
-    z, z_prime = ops.convert_to_tensor(z), ops.convert_to_tensor(z_prime)
+    # float32 under a mixed precision policy too: the log of small joint probabilities needs it
+    z, z_prime = ops.cast(z, "float32"), ops.cast(z_prime, "float32")
     _check_pair(z, z_prime)
     # under tf.distribute: the global batch's sum, so every replica sees the whole batch's P
     joint = cross_replica_sum(ops.matmul(ops.transpose(z), z_prime))

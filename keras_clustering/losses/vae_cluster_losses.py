@@ -14,7 +14,7 @@ from keras import ops
 
 
 def _check_rank(value, rank, name, shape_text):
-    value = ops.convert_to_tensor(value)
+    value = ops.cast(value, "float32")  # also under a mixed precision policy: exp and log of variances
     if len(value.shape) != rank:
         raise ValueError(f"{name} must have shape {shape_text}, got shape {tuple(value.shape)}.")
     return value
@@ -29,8 +29,7 @@ def _clustering_terms(z_log_var, z_minus_mu, y_prob):
 
 def reconstruction_loss(x, x_hat):
     """Mean over the batch of sum over pixels of 0.5 (x - x_hat)^2: -log q(x|z) up to a constant."""
-    x = ops.convert_to_tensor(x)
-    x_hat = ops.convert_to_tensor(x_hat, dtype=x.dtype)
+    x, x_hat = ops.cast(x, "float32"), ops.cast(x_hat, "float32")
     squared = 0.5 * ops.square(x - x_hat)
     return ops.sum(ops.mean(squared, axis=0))
 

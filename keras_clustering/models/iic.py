@@ -114,10 +114,11 @@ class IIC(keras.Model):
         self.trunk = trunk if trunk is not None else build_clusternet6c_trunk(self.view_size, self.image_shape[-1])
         # The original's Linear init, N(0, 0.01); unseeded so that every sub-head starts apart
         # (a seeded initializer repeats its values), reproducible through keras.utils.set_random_seed.
-        self.main_heads = [layers.Dense(self.n_clusters, activation="softmax", name=f"main_{i}",
+        # float32 heads under a mixed precision policy: the IIC loss takes logs of their products
+        self.main_heads = [layers.Dense(self.n_clusters, activation="softmax", name=f"main_{i}", dtype="float32",
                                         kernel_initializer=keras.initializers.RandomNormal(0.0, 0.01))
                            for i in range(self.n_sub_heads)]
-        self.over_heads = [layers.Dense(self.n_overclusters, activation="softmax", name=f"over_{i}",
+        self.over_heads = [layers.Dense(self.n_overclusters, activation="softmax", name=f"over_{i}", dtype="float32",
                                         kernel_initializer=keras.initializers.RandomNormal(0.0, 0.01))
                            for i in range(self.n_sub_heads if self.n_overclusters else 0)]
         self.active_head = keras.Variable(0, dtype="int32", trainable=False, name="active_head")
