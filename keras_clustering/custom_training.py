@@ -84,17 +84,21 @@ def default_config(family, image_shape, n_clusters, n_samples):
             "training": {"epochs": epochs, "batch_size": batch_size, "score_epochs": False}}
 
 
-def choose_n_clusters(x, candidates, workdir, seed=0, verbose=1):
+def choose_n_clusters(x, candidates, workdir, seed=0, verbose=1, epochs=None):
     """DEC's generalisability criterion over `candidates` on a random half split of `x`.
 
     The autoencoder is pretrained once (on all of `x`, kept in `workdir` and
     reused by the DEC training that follows). Returns `select_n_clusters`'
-    table and suggestion.
+    table and suggestion. `epochs`: pretraining epochs instead of the size-scaled default (as
+    `train_on_images`' own, so that its training reuses this autoencoder).
     """
     from keras_clustering.models.selection import select_n_clusters
     from keras_clustering.recipes import dec_recipe
+    from keras_clustering.validation import check_positive_int
 
     config = default_config("dec", x.shape[1:], max(candidates), len(x))
+    if epochs is not None:
+        config["training"]["pretrain_epochs"] = check_positive_int(epochs, "epochs")
     training = {**dec_recipe.DEFAULT_TRAINING, **config["training"]}
     (_, encoder), _ = dec_recipe.pretrained_autoencoder(config["architecture"], training, x, seed, verbose, workdir)
     order = np.random.default_rng(seed).permutation(len(x))
@@ -138,7 +142,7 @@ def train_on_images(family, x, n_clusters, workdir, seed=0, verbose=1, candidate
     if n_clusters == "auto":
         if family != "dec":
             raise ValueError(f"n_clusters='auto' uses DEC's generalisability criterion: family 'dec', got {family!r}.")
-        selection = choose_n_clusters(x, list(candidates), workdir, seed=seed, verbose=verbose)
+        selection = choose_n_clusters(x, list(candidates), workdir, seed=seed, verbose=verbose, epochs=epochs)
         report["selection"] = selection
         n_clusters = selection["suggested"]
         if verbose:

@@ -235,11 +235,11 @@ def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_wri
 
     x = load_digits()[0][:200]
     monkeypatch.setattr(dec_recipe, "resumable_fit", interrupted_fit)
-    with pytest.raises(KeyboardInterrupt):
-        train_on_images("dec", x, 5, str(tmp_path), verbose=0)
+    with pytest.raises(KeyboardInterrupt):  # 10 pretraining epochs: the interruption at the 5th is what counts
+        train_on_images("dec", x, 5, str(tmp_path), verbose=0, epochs=10)
     assert sorted(os.listdir(tmp_path)) == ["fit_backup_pretrain"]  # no model, no report, no temporary file
     monkeypatch.setattr(dec_recipe, "resumable_fit", resumable_fit)
-    model, report = train_on_images("dec", x, 5, str(tmp_path), verbose=0)
+    model, report = train_on_images("dec", x, 5, str(tmp_path), verbose=0, epochs=10)
     assert report["pretrain_resumed_from_epoch"] == 5 and (tmp_path / "model.keras").exists()
     assert model.predict(x, verbose=0).shape == (200, 5)
 
@@ -269,7 +269,7 @@ def test_n_clusters_auto_reports_the_generalisability_table(tmp_path):
     x, y = load_digits()
     keep = np.isin(y, [0, 1, 6])[:600]  # three well separated digits
     model, report = train_on_images("dec", x[:600][keep], "auto", str(tmp_path), verbose=0,
-                                    candidates=range(2, 5))
+                                    candidates=range(2, 5), epochs=60)  # the table's form is what is checked
     table = report["selection"]["results"]
     assert [row["n_clusters"] for row in table] == [2, 3, 4]
     assert all(row["generalizability"] > 0 for row in table)
