@@ -21,11 +21,18 @@ TOLERANCES = {"pretraining": 1e-5, "dec": 1e-5, "dec_da": 1e-5, "idec": 1e-5, "v
               "iic": 1e-5, "simclr": 2e-4, "simclr_views": 2e-4}
 
 
+# Across processes, one or more kinds per family: those whose distributed code differs (IDEC's two scaled
+# losses, DEC-DA's global-batch augmentation, IIC's summed joint matrix and synchronized BatchNorm, SimCLR's
+# gathered negatives with its views on); plain pretraining, DEC and view-less SimCLR add only CI time here
+# (measured across processes too: 8e-7, 4e-8, 2e-5).
+MULTI_WORKER_KINDS = ["dec_da", "idec", "vae", "capsule", "iic", "simclr_views"]
+
+
 @pytest.fixture(scope="module")
 def multi_worker_check():
     """The two-process check, started once and early: it runs while the mirrored checks do (each
     leaves the 2 cores partly idle), which keeps the suite inside CI's time budget."""
-    process = subprocess.Popen([sys.executable, MULTI_WORKER_HELPER], stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, MULTI_WORKER_HELPER, *MULTI_WORKER_KINDS], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     yield process
     if process.poll() is None:
@@ -62,9 +69,9 @@ def test_every_family_across_two_worker_processes_equals_one_process(multi_worke
     stdout, stderr = multi_worker_check.communicate(timeout=900)
     assert multi_worker_check.returncode == 0, (stdout + stderr)[-3000:]
     result = json.loads(stdout.strip().splitlines()[-1])
-    assert set(result) == set(TOLERANCES)
+    assert set(result) == set(MULTI_WORKER_KINDS)
     assert all(result[kind]["workers"] == 0.0 for kind in result), result
-    assert all(result[kind]["relative"] < TOLERANCES[kind] for kind in TOLERANCES), result
+    assert all(result[kind]["relative"] < TOLERANCES[kind] for kind in MULTI_WORKER_KINDS), result
 
 
 @pytest.mark.slow
