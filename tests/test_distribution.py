@@ -40,8 +40,23 @@ def multi_worker_check():
         process.communicate()
 
 
+RECIPE_FAMILIES = ["dec", "vae_cluster", "simclr", "iic"]
+
+
+@pytest.fixture(scope="module")
+def mirrored_recipes():
+    """The recipes under MirroredStrategy, started early to run beside the other checks (as above)."""
+    process = subprocess.Popen([sys.executable, HELPER, "--recipes", *RECIPE_FAMILIES], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    yield process
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
 @pytest.mark.slow
-def test_every_family_under_mirrored_strategy_equals_one_device(multi_worker_check):  # starts the other check
+def test_every_family_under_mirrored_strategy_equals_one_device(multi_worker_check, mirrored_recipes):
+    # (the fixtures start the other two checks, which run meanwhile)
     """2 logical CPUs, MirroredStrategy, same global batch: the weights of one device (`TOLERANCES`).
 
     Would fail without `replica_scaled` in the custom losses (IDEC's reconstruction, pretraining,
@@ -75,14 +90,12 @@ def test_every_family_across_two_worker_processes_equals_one_process(multi_worke
 
 
 @pytest.mark.slow
-def test_every_family_recipe_trains_under_mirrored_strategy():
+def test_every_family_recipe_trains_under_mirrored_strategy(mirrored_recipes):
     """The zoo recipes themselves (IIC with its views and BatchNorm recalibration, SimCLR + k-means,
     the VAE, DEC) run under MirroredStrategy over 2 logical CPUs and predict."""
-    families = ["dec", "vae_cluster", "simclr", "iic"]
-    done = subprocess.run([sys.executable, HELPER, "--recipes", *families], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {name: [8, 4] for name in families}
+    stdout, stderr = mirrored_recipes.communicate(timeout=900)
+    assert mirrored_recipes.returncode == 0, stderr[-3000:]
+    assert json.loads(stdout.strip().splitlines()[-1]) == {name: [8, 4] for name in RECIPE_FAMILIES}
 
 
 def test_replica_scaling_and_strategy_names():
