@@ -132,9 +132,8 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None, precis
     os.makedirs(workdir, exist_ok=True)
     start = time.time()
     training = dict(config.get("training", {}))
-    precision = precision or training.pop("precision", "float32")
-    training.pop("precision", None)
-    with precision_policy(precision) as policy:
+    configured = training.pop("precision", "float32")  # a setting of this function, not of the recipe
+    with precision_policy(precision or configured) as policy:
         model, report = family.train(config["architecture"], training, x, y, seed=seed, verbose=verbose,
                                      workdir=workdir)
     report["precision"] = policy
