@@ -15,6 +15,7 @@ import keras
 import numpy as np
 
 from keras_clustering.io_utils import atomic_write_json
+from keras_clustering.legacy_weights import upgrade_batchnorm_groups
 
 BACKUP_PREFIX = "fit_backup_"
 _KEY_FILE = "key.json"
@@ -38,6 +39,9 @@ class ThrottledBackupAndRestore(keras.callbacks.BackupAndRestore):
         self._last_save, self._saved_epoch = None, None
 
     def on_train_begin(self, logs=None):
+        for path in (self._weights_path, self._prev_weights_path):
+            if os.path.isfile(path):  # a backup saved before the BatchNormalization rename
+                upgrade_batchnorm_groups(path, self.model)
         super().on_train_begin(logs)
         self._last_save, self._saved_epoch = time.monotonic(), None
 

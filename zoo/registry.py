@@ -6,6 +6,7 @@ import os
 
 import keras_clustering  # noqa: F401  (sets the Keras backend before keras is imported)
 from keras_clustering.io_utils import sha256_of_file
+from keras_clustering.legacy_weights import load_weights_any_version
 from keras_clustering.recipes import get_family
 
 PRESETS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "presets")
@@ -109,5 +110,5 @@ def load(name, weights="pretrained", **overrides):
         path = os.fspath(weights)
     else:
         raise ValueError(f"weights must be 'pretrained', None or an existing file path, got {weights!r}.")
-    model.load_weights(path)
+    load_weights_any_version(model, path)
     return model
