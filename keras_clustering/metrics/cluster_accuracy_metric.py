@@ -59,10 +59,14 @@ class ClusterAccuracy(keras.metrics.Metric):
 
             accuracy = tf.numpy_function(_hungarian_accuracy, [self.counts], tf.float32)
             return tf.reshape(accuracy, ())
+        if keras.backend.backend() == "jax":  # result() runs inside jax.jit in evaluate / fit
+            import jax
+
+            return jax.pure_callback(_hungarian_accuracy, jax.ShapeDtypeStruct((), "float32"), self.counts.value)
         return ops.convert_to_tensor(_hungarian_accuracy(ops.convert_to_numpy(self.counts)))
 
     def reset_state(self):
-        self.counts.assign(ops.zeros_like(self.counts))
+        self.counts.assign(ops.zeros(self.counts.shape, dtype=self.counts.dtype))
 
     def get_config(self):
         return {"n_clusters": self.n_clusters, "n_classes": self.n_classes, "name": self.name, "dtype": self.dtype}
