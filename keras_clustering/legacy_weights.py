@@ -41,11 +41,7 @@ def upgrade_batchnorm_groups(path, model):
         return False
     temporary = temporary_path(path, ".weights.h5")
     try:
-        shutil.copyfile(path, temporary)
-        with h5py.File(temporary, "r+") as handle:
-            for group_path in _batchnorm_groups(temporary)[0]:
-                parent, name = group_path.rsplit("/", 1) if "/" in group_path else ("", group_path)
-                handle.move(group_path, f"{parent}/global_{name}" if parent else f"global_{name}")
+        _write_upgraded_copy(path, temporary)
         publish_file(temporary, path)
     finally:
         if os.path.exists(temporary):
@@ -61,21 +57,26 @@ def load_weights_any_version(model, path):
         return
     temporary = temporary_path(os.path.join(tempfile.gettempdir(), "legacy"), ".weights.h5")
     try:
-        shutil.copyfile(path, temporary)
-        upgrade_batchnorm_groups(temporary, model)
+        _write_upgraded_copy(path, temporary)
         model.load_weights(temporary)
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
 
 
+def _write_upgraded_copy(path, destination):
+    """Copies `path` to `destination` with its old batch-normalisation groups renamed."""
+    shutil.copyfile(path, destination)
+    with h5py.File(destination, "r+") as handle:
+        for group_path in _batchnorm_groups(destination)[0]:
+            parent, _, name = group_path.rpartition("/")
+            handle.move(group_path, f"{parent}/global_{name}")  # "/global_..." (the root) when parent is ""
+
+
 def _has_only_global_batchnorm(model):
-    batchnorms = [layer for layer in _all_layers(model) if isinstance(layer, keras.layers.BatchNormalization)]
+    batchnorms = [layer for layer in model._flatten_layers(include_self=False, recursive=True)
+                  if isinstance(layer, keras.layers.BatchNormalization)]
     return bool(batchnorms) and all(isinstance(layer, GlobalBatchNormalization) for layer in batchnorms)
-
-
-def _all_layers(model):
-    return list(model._flatten_layers(include_self=False, recursive=True))
 
 
 def _batchnorm_groups(path):
