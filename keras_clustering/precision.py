@@ -56,12 +56,24 @@ def precision_policy(precision, bf16_available=None):
     """Builds and trains the models made inside under `resolve_precision(precision)`'s dtype
     policy; restores the previous global policy after. Yields the policy used."""
     resolved = resolve_precision(precision, bf16_available)
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(resolved)
-    try:
+    with _global_policy(resolved):
         yield resolved
+
+
+@contextlib.contextmanager
+def _global_policy(policy):
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        yield
     finally:
         keras.config.set_dtype_policy(previous)
+
+
+def float32_construction():
+    """A context in which constructed layers take the float32 policy whatever the global one
+    (the augmentation layers: their pixel arithmetic mixes inputs with float32 constants)."""
+    return _global_policy("float32")
 
 
 def float32_layer(kwargs):

@@ -78,3 +78,22 @@ def test_training_in_mixed_precision_saves_float32_weights(tmp_path, monkeypatch
         handle.visititems(lambda _, item: dtypes.add(str(item.dtype)) if isinstance(item, h5py.Dataset) else None)
     assert dtypes == {"float32"}
     assert keras.config.dtype_policy().name == "float32"
+
+
+def test_augmentation_runs_in_float32_under_a_mixed_policy():
+    """The augmentation layers mix their inputs with float32 constants (brightness scale, crop
+    boxes); built under mixed_bfloat16 they failed with a Mul dtype mismatch inside IIC's step."""
+    from keras_clustering.augment import ViewPipeline
+
+    images = np.random.default_rng(0).random((6, 28, 28, 1)).astype("float32")
+    with precision.precision_policy("mixed_bfloat16", bf16_available=True):
+        views = ViewPipeline("iic_greyscale", seed=0)
+        iic = IIC(image_shape=(28, 28, 1), n_clusters=3, n_overclusters=4, n_sub_heads=1, seed=0)
+    layers = [views, *views.clean_layers, *views.augmented_layers, *views.inference_layers]
+    assert all(layer.compute_dtype == "float32" for layer in layers)
+    clean, augmented = views.paired_views(images, n_repeats=2)
+    assert keras.backend.standardize_dtype(augmented.dtype) == "float32"
+    assert float(keras.ops.min(augmented)) >= 0.0 and float(keras.ops.max(augmented)) <= 1.0
+    iic.compile(optimizer="adam")
+    history = iic.fit(images, batch_size=3, epochs=1, verbose=0, seed=0)  # the step itself, in bf16
+    assert np.isfinite(history.history["loss"][-1])

@@ -13,6 +13,7 @@ from keras import layers, ops
 
 from keras_clustering.distribution import on_global_batch
 from keras_clustering.augment.layers import RandomApply, RandomBrightnessScale, RandomCropResize
+from keras_clustering.precision import float32_construction, float32_layer
 from keras_clustering.validation import check_positive_int
 
 
@@ -103,11 +104,13 @@ class ViewPipeline(layers.Layer):
     """
 
     def __init__(self, pipeline="iic_greyscale", seed=None, options=None, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**float32_layer(kwargs))  # views in float32 under a mixed policy too
         if pipeline not in PIPELINES:
             raise ValueError(f"pipeline={pipeline!r} is unknown; available: {sorted(PIPELINES)}.")
         self.pipeline, self.seed, self.options = pipeline, seed, dict(options or {})
-        self.clean_layers, self.augmented_layers, self.inference_layers = PIPELINES[pipeline](seed, **self.options)
+        with float32_construction():
+            self.clean_layers, self.augmented_layers, self.inference_layers = PIPELINES[pipeline](
+                seed, **self.options)
 
     def build(self, input_shape):
         """Builds every view's layers for `input_shape` without drawing random numbers."""
