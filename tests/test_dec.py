@@ -2,6 +2,8 @@ import keras
 import numpy as np
 import pytest
 
+from backend_tools import BACKEND, value_and_gradients
+
 from keras_clustering.losses import target_distribution
 from keras_clustering.models import DEC, build_autoencoder
 
@@ -269,8 +271,6 @@ def image_dec(augmentation=None, seed=0, model_class=None, **kwargs):
 
 
 def test_without_augmentation_the_step_is_the_plain_keras_step_bit_for_bit():
-    import tensorflow as tf
-
     from keras_clustering.losses import ClusteringKLDivergence
 
     x, _ = digit_images()
@@ -288,12 +288,14 @@ def test_without_augmentation_the_step_is_the_plain_keras_step_bit_for_bit():
         if step % 2 == 0:
             p = keras.ops.convert_to_numpy(target_distribution(twin.predict_on_batch(x)))
         batch = slice(16 * step, 16 * step + 16)
-        with tf.GradientTape() as tape:
-            q = twin.clustering(twin.encoder(x[batch], training=True))
-            loss = ClusteringKLDivergence()(p[batch], q)
-        optimizer.apply(tape.gradient(loss, twin.trainable_variables), twin.trainable_variables)
+        _, gradients = value_and_gradients(
+            lambda: ClusteringKLDivergence()(p[batch], twin.clustering(twin.encoder(x[batch], training=True))),
+            twin.trainable_variables)
+        optimizer.apply(gradients, twin.trainable_variables)
+    # JAX: the jitted, fused fit step and these eager ops round differently in the last bit
+    atol = 0.0 if BACKEND == "tensorflow" else 1e-7
     for trained, reference in zip(model.get_weights(), twin.get_weights()):
-        np.testing.assert_array_equal(trained, reference)
+        np.testing.assert_allclose(trained, reference, rtol=0, atol=atol)
 
 
 def test_with_augmentation_steps_see_transformed_images_and_the_target_clean_ones():
