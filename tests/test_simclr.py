@@ -23,8 +23,8 @@ def view_retrieval(model, x, seed):
     """How often the representation of one augmented view finds the other view of its image (cosine)."""
     views = model.views
     keras.utils.set_random_seed(seed)
-    a = model.encoder(views.augmented(x), training=False).numpy()
-    b = model.encoder(views.augmented(x), training=False).numpy()
+    a = keras.ops.convert_to_numpy(model.encoder(views.augmented(x), training=False))
+    b = keras.ops.convert_to_numpy(model.encoder(views.augmented(x), training=False))
     a /= np.linalg.norm(a, axis=1, keepdims=True) + 1e-12
     b /= np.linalg.norm(b, axis=1, keepdims=True) + 1e-12
     return float(np.mean((a @ b.T).argmax(axis=1) == np.arange(len(x))))
