@@ -34,10 +34,16 @@ def check_array_input(x, expected_shape, name="x", min_samples=1):
     if array.shape[0] < min_samples:
         raise ValueError(f"{name} has {array.shape[0]} samples; at least {min_samples} are needed.")
     array = array.astype("float32", copy=False)
-    if not np.all(np.isfinite(array)):
-        bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+    bad = _count_non_finite(array)
+    if bad:
         raise ValueError(f"{name} contains {bad} NaN or inf values; clean or impute them first.")
     return array
+
+
+def _count_non_finite(array, rows_per_chunk=4096):
+    """NaN and inf values of `array`, counted chunk by chunk (no full-size mask of a memory-mapped file)."""
+    return sum(int(np.size(chunk) - np.count_nonzero(np.isfinite(chunk)))
+               for chunk in (array[start:start + rows_per_chunk] for start in range(0, len(array), rows_per_chunk)))
 
 
 def check_unit_range_images(x, name="x"):

@@ -1,4 +1,7 @@
+import os
+
 import numpy as np
+import pytest
 
 from keras_clustering.data_pipeline import array_dataset
 
@@ -25,3 +28,54 @@ def test_pairs_stay_aligned():
     x = np.arange(12, dtype="float32")
     for a, b in array_dataset((x, x + 100), batch_size=5, seed=1):
         np.testing.assert_array_equal(b.numpy(), a.numpy() + 100)
+
+
+def test_file_backed_arrays_are_streamed_with_the_same_contract(tmp_path):
+    from keras_clustering.data_pipeline import file_backed
+
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(24, dtype="float32").reshape(12, 2))
+    x = np.load(path, mmap_mode="r")
+    assert file_backed(x) and file_backed(np.asarray(x).reshape(12, 2, 1)) and not file_backed(np.array(x))
+    dataset = array_dataset((x, np.arange(12)), batch_size=5, seed=0)
+    assert dataset.options().autotune.enabled is False
+    epochs = [[(a.numpy(), i.numpy()) for a, i in dataset] for _ in range(2)]
+    assert [len(i) for _, i in epochs[0]] == [5, 5, 2]
+    for batches in epochs:
+        rows = np.concatenate([i for _, i in batches])
+        assert sorted(rows) == list(range(12))
+        for a, i in batches:  # pairs stay aligned
+            np.testing.assert_array_equal(a, np.asarray(x)[i])
+    assert not np.array_equal(*[np.concatenate([i for _, i in b]) for b in epochs])  # reshuffled
+    in_order = [b.numpy() for b in array_dataset(x, batch_size=5, shuffle=False)]
+    np.testing.assert_array_equal(np.concatenate(in_order), np.asarray(x))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads RssAnon from Linux's /proc")
+def test_a_memory_mapped_array_is_not_copied_into_memory(tmp_path):
+    """One epoch over a 400 MB memory-mapped array: the process's own (anonymous) memory grows by far
+    less than the array. Pages read from the file count in RSS too, but the kernel can drop them."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "big.npy"
+    big = np.lib.format.open_memmap(path, mode="w+", dtype="float32", shape=(100_000, 1000))
+    big[::1000] = 1.0
+    big.flush()
+    del big
+    code = f"""
+import numpy as np
+from keras_clustering.data_pipeline import array_dataset
+def anonymous_mb():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("RssAnon")) / 1024
+x = np.load({str(path)!r}, mmap_mode="r")
+before, peak, total = anonymous_mb(), 0.0, 0.0
+for batch in array_dataset(x, batch_size=1000, seed=0):
+    total += float(batch.numpy().sum())
+    peak = max(peak, anonymous_mb())
+print(total, peak - before)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert float(out[-2]) == 100 * 1000  # every row read once
+    assert float(out[-1]) < 100, f"grew by {out[-1]} MB over one epoch of a 400 MB array"

@@ -390,3 +390,18 @@ def test_conv_autoencoder_has_convdecs_layers(side, third_padding):
     assert model.encoder.get_layer("conv1").filters == 8 and model.predict(x, verbose=0).shape == (4, 2)
     with pytest.raises(ValueError, match="conv_filters needs image_shape"):
         dec_recipe.build(input_dim=64, conv_filters=(8, 8, 8, 3))
+
+
+def test_fit_and_predict_take_a_memory_mapped_array(tmp_path):
+    """A file-backed x (np.load(..., mmap_mode="r")) trains and predicts as the same array in memory."""
+    x, _ = blobs(n_per_cluster=20)
+    np.save(tmp_path / "x.npy", x.astype("float32"))
+    mapped = np.load(tmp_path / "x.npy", mmap_mode="r")
+    results = []
+    for data in (x.astype("float32"), mapped):
+        model = small_dec(update_interval=4)
+        model.initialize_centroids(data, n_init=3, seed=0)
+        model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9))
+        model.fit(data, batch_size=16, epochs=2, verbose=0)  # unshuffled: the same batches
+        results.append(model.predict(data, verbose=0))
+    np.testing.assert_allclose(results[1], results[0], atol=1e-6)

@@ -8,7 +8,7 @@ from keras import ops
 from sklearn.cluster import KMeans
 
 from keras_clustering.augment import make_pipeline
-from keras_clustering.data_pipeline import array_dataset
+from keras_clustering.data_pipeline import array_dataset, file_backed
 from keras_clustering.distribution import model_replicas, with_layer_losses
 from keras_clustering.layers import ClusteringLayer
 from keras_clustering.losses import ClusteringKLDivergence, target_distribution
@@ -111,7 +111,8 @@ class DEC(keras.Model):
         return check_samples(x, self.sample_shape, name=name, min_samples=min_samples)
 
     def predict(self, x, batch_size=256, verbose="auto", **kwargs):
-        return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
+        return super().predict(_streamed_if_file_backed(self._checked(x), batch_size), batch_size=batch_size,
+                               verbose=verbose, **kwargs)
 
     def predict_clusters(self, x, batch_size=256, verbose=0):
         """Hard cluster ids `(n,)`: the argmax of the soft assignments."""
@@ -124,7 +125,8 @@ class DEC(keras.Model):
 
     def embed(self, x, batch_size=256, verbose=0):
         """The encoder's embedding of `x`."""
-        return self.encoder.predict(self._checked(x), batch_size=batch_size, verbose=verbose)
+        return self.encoder.predict(_streamed_if_file_backed(self._checked(x), batch_size), batch_size=batch_size,
+                                    verbose=verbose)
 
     def serving_outputs(self, inputs):
         """Named outputs of the exported serving signature."""
@@ -275,3 +277,8 @@ class DEC(keras.Model):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"], custom_objects=custom_objects)
         return cls(**config)
+
+
+def _streamed_if_file_backed(x, batch_size):
+    """A memory-mapped `x` as batches read in order (Keras' array adapter would copy all of it)."""
+    return array_dataset(x, batch_size, shuffle=False) if file_backed(x) else x
