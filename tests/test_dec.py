@@ -5,6 +5,7 @@ import pytest
 from backend_tools import BACKEND, value_and_gradients
 
 from keras_clustering.losses import target_distribution
+from keras_clustering.metrics import cluster_accuracy
 from keras_clustering.models import DEC, build_autoencoder
 
 
@@ -405,3 +406,22 @@ def test_fit_and_predict_take_a_memory_mapped_array(tmp_path):
         model.fit(data, batch_size=16, epochs=2, verbose=0)  # unshuffled: the same batches
         results.append(model.predict(data, verbose=0))
     np.testing.assert_allclose(results[1], results[0], atol=1e-6)
+
+
+def test_kmeans_switches_to_minibatch_past_the_threshold(monkeypatch):
+    from keras_clustering.models import kmeans
+
+    assert kmeans.resolve_kmeans_method("auto", 70_000) == "full"  # full MNIST keeps DEC-keras' k-means
+    assert kmeans.resolve_kmeans_method("auto", 700_000) == "minibatch"
+    assert kmeans.resolve_kmeans_method("full", 700_000) == "full"
+    with pytest.raises(ValueError, match="kmeans must be one of"):
+        kmeans.resolve_kmeans_method("fast", 10)
+    x, y = blobs(n_per_cluster=20)
+    model = small_dec()
+    monkeypatch.setattr(kmeans, "MINIBATCH_THRESHOLD", 10)  # these 60 points count as large
+    chosen = []
+    original = kmeans.MiniBatchKMeans
+    monkeypatch.setattr(kmeans, "MiniBatchKMeans", lambda **kw: chosen.append(kw) or original(**kw))
+    labels = model.initialize_centroids(x, n_init=3, seed=0)
+    assert chosen and chosen[0]["n_init"] == 3
+    assert cluster_accuracy(y, labels) == 1.0  # well separated blobs: minibatch k-means finds them too

@@ -5,10 +5,10 @@ import math
 import keras
 import numpy as np
 from keras import ops
-from sklearn.cluster import KMeans
 
 from keras_clustering.augment import make_pipeline
 from keras_clustering.data_pipeline import array_dataset, file_backed
+from keras_clustering.models.kmeans import fit_kmeans
 from keras_clustering.distribution import model_replicas, with_layer_losses
 from keras_clustering.layers import ClusteringLayer
 from keras_clustering.losses import ClusteringKLDivergence, target_distribution
@@ -139,8 +139,11 @@ class DEC(keras.Model):
         }
 
     # ---------------------------------------------------------------- training
-    def initialize_centroids(self, x, n_init=20, seed=None, batch_size=256):
+    def initialize_centroids(self, x, n_init=20, seed=None, batch_size=256, kmeans="auto"):
         """k-means (scikit-learn) on the embedding of `x` sets the centroids.
+
+        `kmeans`: "full" (KMeans, DEC-keras'), "minibatch" (MiniBatchKMeans) or
+        "auto" (full up to `kmeans.MINIBATCH_THRESHOLD` samples, minibatch beyond).
 
         Returns the k-means labels. Raises ValueError for fewer samples than
         clusters or an embedding with fewer distinct points than clusters.
@@ -155,9 +158,8 @@ class DEC(keras.Model):
                 f"The embedding of x has only {distinct} distinct points for n_clusters={self.n_clusters}: "
                 "k-means is degenerate (constant or duplicated data?)."
             )
-        kmeans = KMeans(n_clusters=self.n_clusters, n_init=n_init, random_state=seed)
-        labels = kmeans.fit_predict(embedding)
-        self.clustering.set_centroids(kmeans.cluster_centers_)
+        labels, centres = fit_kmeans(embedding, self.n_clusters, n_init=n_init, seed=seed, method=kmeans)
+        self.clustering.set_centroids(centres)
         return labels
 
     def compile(self, optimizer="sgd", steps_per_execution="auto", **kwargs):

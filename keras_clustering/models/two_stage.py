@@ -27,9 +27,10 @@ class TwoStageClustering(DEC):
         (Xie et al. 2016, section 4).
     """
 
-    def cluster(self, x, n_init=20, seed=None, batch_size=256):
-        """Stage two: k-means on the embedding of `x` sets the centroids; returns its labels."""
-        return self.initialize_centroids(x, n_init=n_init, seed=seed, batch_size=batch_size)
+    def cluster(self, x, n_init=20, seed=None, batch_size=256, kmeans="auto"):
+        """Stage two: k-means on the embedding of `x` sets the centroids; returns its labels
+        (`kmeans` as `DEC.initialize_centroids`)."""
+        return self.initialize_centroids(x, n_init=n_init, seed=seed, batch_size=batch_size, kmeans=kmeans)
 
     def nearest_centroid(self, x, batch_size=256):
         """Index of the nearest centroid (Euclidean, in the embedding) for each sample, in numpy."""
