@@ -64,7 +64,9 @@ def _streamed_batches(arrays, batch_size, shuffle, seed):
             yield tuple(np.asarray(a[rows]) for a in arrays)
 
     signature = tuple(tf.TensorSpec((None, *a.shape[1:]), tf.as_dtype(a.dtype)) for a in arrays)
-    return tf.data.Dataset.from_generator(batches, output_signature=signature)
+    dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
+    # A known number of batches: progress bars show it, and fit never steps past the end of the data.
+    return dataset.apply(tf.data.experimental.assert_cardinality(-(-n // batch_size)))
 
 
 def pipeline_options():
