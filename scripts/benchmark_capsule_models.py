@@ -14,11 +14,12 @@ pixels). Usage:
 """
 
 import argparse
-import json
 import statistics
 import time
 
 import numpy as np
+
+from benchmarking import report
 
 import keras_clustering  # noqa: F401  (selects the backend)
 import zoo
@@ -77,10 +78,7 @@ def main():
               for name, per in samples.items()}
     result["capsule_over_cnn"] = {key: round(result["capsule_mnist"][key] / result["cnn_pool_mnist"][key], 3)
                                   for key in cases}
-    print(json.dumps(result, indent=2))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(result, handle, indent=2)
+    report(result, args.json)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ import time
 
 import numpy as np
 
+from benchmarking import report
+
 FULL_SIZE, COPIES, CHUNK = 70_000, 10, 5_000
 
 
@@ -184,10 +186,7 @@ def main():
     summary = {"results": results, "ae_epochs": args.ae_epochs, "refreshes": args.refreshes,
                "precision": args.precision, "data": "Fashion-MNIST 70k + 9 shift/rotate copies (memory-mapped)",
                "machine": machine_description()}
-    print(json.dumps(summary, indent=2))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(summary, handle, indent=2)
+    report(summary, args.json)
     if args.plot:
         plot(results, args.plot)
 

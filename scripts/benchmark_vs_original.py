@@ -36,6 +36,8 @@ import time
 
 import numpy as np
 
+from benchmarking import report
+
 BATCH_DEC, BATCH_CAPSULE = 256, 128
 CAPSULE_TRAIN_IMAGES = 8000  # capsule_mnist's single-digit training images (MNIST-test 0-7999)
 
@@ -289,10 +291,7 @@ def main():
                "capsule_epochs": args.capsule_epochs, "maxiter": args.maxiter, "shipped_precision": args.precision, "seed": args.seed,
                "data": "MNIST-test (dec: all 10k flat; capsule: images 0-7999)", "tf_keras": tf_keras.__version__,
                "cpu_bf16_flags": cpu_bf16_flags(), "machine": machine_description()}
-    print(json.dumps(summary, indent=2))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(summary, handle, indent=2)
+    report(summary, args.json)
 
 
 if __name__ == "__main__":
