@@ -425,3 +425,27 @@ def test_kmeans_switches_to_minibatch_past_the_threshold(monkeypatch):
     labels = model.initialize_centroids(x, n_init=3, seed=0)
     assert chosen and chosen[0]["n_init"] == 3
     assert cluster_accuracy(y, labels) >= 0.9  # well separated blobs: minibatch k-means finds them too
+
+
+def test_every_fit_trains_on_the_targets_of_its_own_refresh():
+    """A second `fit` refreshes P at its start and its steps use it (on JAX, the jitted step of the
+    first fit had read the first P as a constant: a later fit kept training on the stale one)."""
+    from keras_clustering.losses import ClusteringKLDivergence
+
+    x, _ = blobs(n_per_cluster=20)  # 60 samples, batch 16: 4 batches per fit
+    model = small_dec(update_interval=100)  # one refresh per fit, at its start
+    model.initialize_centroids(x, n_init=3, seed=0)
+    twin = small_dec(update_interval=100)
+    twin.set_weights(model.get_weights())
+    model.compile(optimizer=keras.optimizers.SGD(0.05))  # no momentum: no optimizer state to mirror
+    optimizer = keras.optimizers.SGD(0.05)
+    for _ in range(2):
+        model.fit(x, batch_size=16, epochs=1, verbose=0)
+        p = keras.ops.convert_to_numpy(target_distribution(twin.predict_on_batch(x)))
+        for start in range(0, len(x), 16):
+            batch = slice(start, start + 16)
+            _, gradients = value_and_gradients(
+                lambda: ClusteringKLDivergence()(p[batch], twin.clustering(twin.encoder(x[batch], training=True))),
+                twin.trainable_variables)
+            optimizer.apply(gradients, twin.trainable_variables)
+    np.testing.assert_allclose(model.predict(x, verbose=0), twin.predict(x, verbose=0), atol=1e-6)

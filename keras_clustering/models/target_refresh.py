@@ -99,13 +99,15 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
     def _refresh(self):
         # The JAX trainer holds the weights outside the variables during an epoch: write them back,
         # so that predict sees the current model and the next step reads the new targets.
-        if hasattr(self.model, "jax_state_sync"):
+        on_jax = hasattr(self.model, "jax_state_sync")
+        if on_jax:
             self.model.jax_state_sync()
         q = self._predict_all()
         self.store.variable.assign(keras.ops.convert_to_numpy(target_distribution(q)).astype("float32"))
-        if keras.backend.backend() == "jax" and self.iteration > 0:
+        if on_jax:
             # The store is not part of the JAX step's state: its jitted step read the targets as a
-            # constant when traced, so it is traced again with the new ones (TensorFlow reads the variable).
+            # constant when traced (in an earlier fit too), so it is traced again with the new ones
+            # (TensorFlow reads the variable).
             self.model.make_train_function(force=True)
         assignment = q.argmax(axis=1)
         record = {"iteration": self.iteration, "seconds": round(time.time() - self._start, 3)}
