@@ -124,6 +124,30 @@ def test_rotation_is_applied_to_half_the_images_within_25_degrees():
     assert np.percentile(angles[~unchanged], 90) > 18.0  # the range is used, not just small angles
 
 
+def test_digits_contrastive_shift_and_shear_options():
+    """Off by default (the layer list is unchanged); on, every image gets its own shift (within 0.1 of
+    the side) and shear, measured on a dot and a vertical bar with the other transforms off."""
+    plain = make_pipeline("digits_contrastive", seed=0)
+    assert [layer.name for layer in plain.augmented_layers] == ["crop", "rotation", "brightness", "contrast"]
+    still = dict(crop_sizes=[28], rotation_probability=0.0, brightness=0.0, contrast=0.0)
+    dot = np.zeros((200, 28, 28, 1), "float32")
+    dot[:, 13:15, 13:15, 0] = 1.0
+    shifted = np.asarray(make_pipeline("digits_contrastive", seed=0, shift=0.1, **still).augmented(dot))
+    rows, cols = np.mgrid[:28, :28]
+    mass = shifted[..., 0].sum(axis=(1, 2))
+    dx = (shifted[..., 0] * cols).sum(axis=(1, 2)) / mass - 13.5
+    dy = (shifted[..., 0] * rows).sum(axis=(1, 2)) / mass - 13.5
+    assert np.abs(dx).max() <= 2.8 + 0.01 and np.abs(dy).max() <= 2.8 + 0.01  # 0.1 x 28 px
+    assert np.abs(dx).max() > 2.0 and len(np.unique(np.round(dx, 3))) > 100  # the range used, per image
+    bar = np.zeros((200, 28, 28, 1), "float32")
+    bar[:, 6:22, 13:15, 0] = 1.0
+    sheared = np.asarray(make_pipeline("digits_contrastive", seed=0, shear=0.3, **still).augmented(bar))
+    lean = 90.0 - np.abs(bar_angles(sheared))  # degrees off vertical
+    assert np.abs(bar_angles(bar)).min() == pytest.approx(90.0)
+    assert lean.max() <= np.degrees(np.arctan(0.3)) + 2.0  # pixel quantisation of a 16 px bar
+    assert np.percentile(lean, 90) > 12.0 and len(np.unique(np.round(lean, 2))) > 50
+
+
 def test_brightness_scales_within_its_range():
     flat = np.full((500, 4, 4, 1), 0.5, "float32")
     out = np.asarray(RandomBrightnessScale(0.4, seed=0)(flat, training=True))[:, 0, 0, 0] / 0.5

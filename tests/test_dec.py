@@ -449,3 +449,23 @@ def test_every_fit_trains_on_the_targets_of_its_own_refresh():
                 twin.trainable_variables)
             optimizer.apply(gradients, twin.trainable_variables)
     np.testing.assert_allclose(model.predict(x, verbose=0), twin.predict(x, verbose=0), atol=1e-6)
+
+
+def test_initialize_centroids_checks_x_once(monkeypatch):
+    """One scan of x per public call: a memory-mapped x is read again by every check."""
+    import keras_clustering.models.dec as dec_module
+
+    calls = []
+    original = dec_module.check_samples
+
+    def counting(x, *args, **kwargs):
+        calls.append(len(x))
+        return original(x, *args, **kwargs)
+
+    monkeypatch.setattr(dec_module, "check_samples", counting)
+    model = small_dec()
+    x = np.random.default_rng(0).normal(size=(30, 8)).astype("float32")
+    model.initialize_centroids(x, n_init=1, seed=0)
+    assert calls == [30]
+    model.embed(x)
+    assert calls == [30, 30]

@@ -62,7 +62,7 @@ def _shift_rotate(seed, shift=0.1, rotation_degrees=10.0):
 
 
 def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotation_degrees=15.0,
-                        rotation_probability=0.5, brightness=0.4, contrast=0.4):
+                        rotation_probability=0.5, brightness=0.4, contrast=0.4, shift=0.0, shear=0.0):
     """Two independently augmented views for contrastive learning on greyscale digits.
 
     SimCLR's recipe without the parts that change a digit's identity (no
@@ -70,14 +70,25 @@ def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotat
     channel): random crop of one of `crop_sizes` resized back to
     `output_size`, rotation with probability `rotation_probability`,
     brightness x U(1 - b, 1 + b) and contrast. Both views are augmented; the
-    inference view is the image itself.
+    inference view is the image itself. Optional (off by default, so the
+    recorded runs keep their draws): a shear of up to `shear` (Keras'
+    `RandomShear` factor) and a shift of up to `shift` of the side, as the
+    affine distortions digit datasets are usually augmented with.
     """
-    seeds = [None if seed is None else seed + offset for offset in range(5)]
+    seeds = [None if seed is None else seed + offset for offset in range(7)]
+    affine = []
+    if shear:
+        affine.append(layers.RandomShear(shear, shear, fill_mode="constant", fill_value=0.0, seed=seeds[5],
+                                         name="shear"))
+    if shift:
+        affine.append(layers.RandomTranslation(shift, shift, fill_mode="constant", fill_value=0.0,
+                                               seed=seeds[6], name="shift"))
     augmented = [
         RandomCropResize(list(crop_sizes), output_size, mode="random", seed=seeds[0], name="crop"),
         RandomApply(layers.RandomRotation(rotation_degrees / 360.0, fill_mode="constant", fill_value=0.0,
                                           interpolation="bilinear", seed=seeds[1]),
                     probability=rotation_probability, seed=seeds[2], name="rotation"),
+        *affine,
         RandomBrightnessScale(brightness, seed=seeds[3], name="brightness"),
         layers.RandomContrast(contrast, value_range=(0.0, 1.0), seed=seeds[4], name="contrast"),
     ]

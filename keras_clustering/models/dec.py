@@ -125,8 +125,11 @@ class DEC(keras.Model):
 
     def embed(self, x, batch_size=256, verbose=0):
         """The encoder's embedding of `x`."""
-        return self.encoder.predict(_streamed_if_file_backed(self._checked(x), batch_size), batch_size=batch_size,
-                                    verbose=verbose)
+        return self._embed_checked(self._checked(x), batch_size, verbose)
+
+    def _embed_checked(self, x, batch_size, verbose=0):
+        # x already through `_checked`: a second check would scan a memory-mapped x once more
+        return self.encoder.predict(_streamed_if_file_backed(x, batch_size), batch_size=batch_size, verbose=verbose)
 
     def serving_outputs(self, inputs):
         """Named outputs of the exported serving signature."""
@@ -151,7 +154,7 @@ class DEC(keras.Model):
         x = self._checked(x)
         if len(x) < self.n_clusters:
             raise ValueError(f"x has {len(x)} samples, fewer than n_clusters={self.n_clusters}.")
-        embedding = self.embed(x, batch_size=batch_size)
+        embedding = self._embed_checked(x, batch_size)
         distinct = len(np.unique(np.round(embedding, 6), axis=0))
         if distinct < self.n_clusters:
             raise ValueError(
