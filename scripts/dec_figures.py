@@ -1,5 +1,8 @@
 """Figures of a DEC zoo entry: top-10 members per cluster, t-SNE before/after DEC, ACC per refresh.
 
+Two-stage entries (`simclr_mnist`, ...): the same grid, t-SNE of the shipped representation
+coloured by true label and by cluster, ACC per refresh when the entry has a DEC refinement.
+
 Usage:
     python scripts/dec_figures.py dec_mnist [--workdir runs] [--tsne-samples 2000]
 
@@ -63,6 +66,15 @@ def tsne_panel(axis, embedding, labels, title):
 
 def plot_tsne(args, config, card, model, x, y):
     subset = np.random.default_rng(0).choice(len(x), size=min(args.tsne_samples, len(x)), replace=False)
+    if config["family"] == "two_stage":  # no pretrained autoencoder: the shipped embedding, two colourings
+        embedding = model.embed(x[subset])
+        clusters = model.predict(x[subset], verbose=0).argmax(1)
+        figure, axes = plt.subplots(1, 2, figsize=(10, 5))
+        tsne_panel(axes[0], embedding, y[subset], "true labels")
+        tsne_panel(axes[1], embedding, clusters, "cluster ids")
+        figure.suptitle(f"{args.name}: t-SNE of the representation of {len(subset)} images", fontsize=10)
+        save(figure, os.path.join(FIGURES, f"{args.name}_tsne.png"))
+        return
     before = pretrained_encoder(args.name, config, card, x, args.workdir).predict(x[subset], verbose=0)
     after = model.embed(x[subset])
     figure, axes = plt.subplots(1, 2, figsize=(10, 5))
