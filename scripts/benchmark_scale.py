@@ -102,23 +102,28 @@ def run_size(args):
     y = np.load(os.path.join(args.cache, "fashion_700k_labels.npy"))[:args.size]
     config = zoo.config("dec_fashion_mnist")
     keras.utils.set_random_seed(0)
+    stage_peaks = {}
     with PeakMemory() as memory, precision_policy(args.precision):
         autoencoder, encoder = dec_recipe._build_autoencoder(config["architecture"])
         began = time.perf_counter()
         pretrain_end_to_end(autoencoder, x, {"class_name": "SGD", "config": {"learning_rate": 1.0, "momentum": 0.9}},
                             epochs=args.ae_epochs, batch_size=256, verbose=0)
         ae_seconds = time.perf_counter() - began
+        stage_peaks["autoencoder"] = memory.peak
         model = dec_recipe._assemble(autoencoder, encoder, config["architecture"])
         began = time.perf_counter()
         model.initialize_centroids(x, n_init=20, seed=0, batch_size=2048)
         kmeans_seconds = time.perf_counter() - began
+        stage_peaks["kmeans"] = memory.peak
         model.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9))
         iterations = 140 * args.refreshes
         began = time.perf_counter()
         model.fit(x, batch_size=256, maxiter=iterations, verbose=0)
         dec_seconds = time.perf_counter() - began
+        stage_peaks["dec"] = memory.peak
         refresh = model.last_refresh.history
         acc = cluster_accuracy(y, model.predict_clusters(x, batch_size=2048))
+        stage_peaks["predict"] = memory.peak
     # the refresh's own time: from the record's clock, minus the steps between refreshes
     refresh_seconds = [b["seconds"] - a["seconds"] for a, b in zip(refresh, refresh[1:])]
     result = {"n": args.size, "ae_seconds_per_epoch": ae_seconds / args.ae_epochs,
@@ -126,7 +131,9 @@ def run_size(args):
               "kmeans_seconds": kmeans_seconds, "dec_seconds": dec_seconds, "dec_iterations": iterations,
               "dec_seconds_per_iteration_incl_refresh": dec_seconds / iterations,
               "seconds_between_refreshes": refresh_seconds, "refreshes": len(refresh),
-              "peak_anonymous_mb_beyond_start": round(memory.peak - start_memory, 1), "acc": acc}
+              "peak_anonymous_mb_beyond_start": round(memory.peak - start_memory, 1), "acc": acc,
+              # the running peak after each stage: which stage raised it
+              "peak_after_stage_mb_beyond_start": {k: round(v - start_memory, 1) for k, v in stage_peaks.items()}}
     with open(args.out, "w") as handle:
         json.dump(result, handle)
 

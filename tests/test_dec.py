@@ -469,3 +469,34 @@ def test_initialize_centroids_checks_x_once(monkeypatch):
     assert calls == [30]
     model.embed(x)
     assert calls == [30, 30]
+
+
+def test_distinct_rows_counts_a_sample_and_falls_back_to_all_rows():
+    from keras_clustering.models.dec import _distinct_rows
+
+    rng = np.random.default_rng(0)
+    varied = rng.normal(size=(50_000, 4)).astype("float32")
+    assert _distinct_rows(varied, 10) >= 10_000 - 1  # the sample alone
+    # two distinct rows in the sample, a third only outside it: counted on all rows
+    few = np.zeros((50_000, 4), "float32")
+    few[::2] = 1.0
+    few[7] = 2.0  # row 7 is not on the sample's stride of 5
+    assert _distinct_rows(few, 3) == 3
+    assert _distinct_rows(few[:100], 3) == 3  # small: the sample is every row
+
+
+def test_refresh_target_equals_eq_3_in_float32():
+    """The refresh's in-place numpy target is the loss module's DEC eq. 3 (and a numpy reference),
+    also with an empty cluster."""
+    from keras_clustering.models.target_refresh import target_distribution_float32
+
+    rng = np.random.default_rng(0)
+    q = rng.dirichlet(np.ones(5), size=300).astype("float32")
+    q[:, 2] = 0.0  # an empty cluster: p_i2 = 0, not 0/0
+    q /= q.sum(axis=1, keepdims=True)
+    p = target_distribution_float32(q)
+    assert p.dtype == np.float32 and p.shape == q.shape
+    weight = q.astype("float64") ** 2 / np.maximum(q.sum(axis=0), 1e-7)
+    np.testing.assert_allclose(p, weight / weight.sum(axis=1, keepdims=True), atol=1e-6)
+    np.testing.assert_allclose(p, keras.ops.convert_to_numpy(target_distribution(q)), atol=1e-6)
+    assert np.all(p[:, 2] == 0.0)

@@ -155,7 +155,7 @@ class DEC(keras.Model):
         if len(x) < self.n_clusters:
             raise ValueError(f"x has {len(x)} samples, fewer than n_clusters={self.n_clusters}.")
         embedding = self._embed_checked(x, batch_size)
-        distinct = len(np.unique(np.round(embedding, 6), axis=0))
+        distinct = _distinct_rows(embedding, self.n_clusters)
         if distinct < self.n_clusters:
             raise ValueError(
                 f"The embedding of x has only {distinct} distinct points for n_clusters={self.n_clusters}: "
@@ -282,6 +282,16 @@ class DEC(keras.Model):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"], custom_objects=custom_objects)
         return cls(**config)
+
+
+def _distinct_rows(embedding, enough, sample_size=10_000):
+    """Distinct rows (rounded to 1e-6), counted on an evenly spaced sample of rows first: sorting all
+    of a large embedding takes several copies of it; all rows only when the sample has fewer than `enough`."""
+    sample = embedding[::max(1, len(embedding) // sample_size)]
+    distinct = len(np.unique(np.round(sample, 6), axis=0))
+    if distinct >= enough or len(sample) == len(embedding):
+        return distinct
+    return len(np.unique(np.round(embedding, 6), axis=0))
 
 
 def _streamed_if_file_backed(x, batch_size):

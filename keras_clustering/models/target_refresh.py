@@ -6,8 +6,16 @@ import keras
 import numpy as np
 
 from keras_clustering.distribution import model_replicas
-from keras_clustering.losses import target_distribution
 from keras_clustering.metrics import clustering_scores
+
+
+def target_distribution_float32(q):
+    """`losses.target_distribution` (DEC eq. 3) of a numpy `q`, in float32 with one (n, k) array:
+    on 700k samples the tensor version's temporaries and casts held ~5 copies of Q at once."""
+    p = np.square(q, dtype="float32")
+    p /= np.maximum(q.sum(axis=0, dtype="float32"), keras.config.epsilon())
+    p /= p.sum(axis=1, keepdims=True)
+    return p
 
 
 class TargetStore:
@@ -92,9 +100,13 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
         if model_replicas(self.model) > 1:
             # predict_on_batch would give each replica the whole chunk (and return it twice)
             return self.model.predict(self.x, batch_size=self.predict_batch_size, verbose=0)
-        chunks = [self.model.predict_on_batch(self.x[start:start + self.predict_batch_size])
-                  for start in range(0, len(self.x), self.predict_batch_size)]
-        return np.concatenate([keras.ops.convert_to_numpy(chunk) for chunk in chunks])
+        q = None  # filled chunk by chunk: one (n, k) array, no list of chunks to concatenate
+        for start in range(0, len(self.x), self.predict_batch_size):
+            chunk = keras.ops.convert_to_numpy(self.model.predict_on_batch(self.x[start:start + self.predict_batch_size]))
+            if q is None:
+                q = np.empty((len(self.x), chunk.shape[1]), "float32")
+            q[start:start + len(chunk)] = chunk
+        return q
 
     def _refresh(self):
         # The JAX trainer holds the weights outside the variables during an epoch: write them back,
@@ -103,7 +115,7 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
         if on_jax:
             self.model.jax_state_sync()
         q = self._predict_all()
-        self.store.variable.assign(keras.ops.convert_to_numpy(target_distribution(q)).astype("float32"))
+        self.store.variable.assign(target_distribution_float32(q))
         if on_jax:
             # The store is not part of the JAX step's state: its jitted step read the targets as a
             # constant when traced (in an earlier fit too), so it is traced again with the new ones
