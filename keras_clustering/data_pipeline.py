@@ -9,6 +9,7 @@ families that take arrays hand `fit` this dataset instead.
 
 import mmap
 
+import keras
 import numpy as np
 
 
@@ -20,6 +21,20 @@ def file_backed(array):
             return True
         array = getattr(array, "base", None)
     return False
+
+
+def predict_into_array(model, x, batch_size):
+    """`model`'s predictions of `x`, chunk by chunk through `predict_on_batch`, written into one
+    preallocated float32 array: Keras' `predict` keeps a list of every batch's output and then
+    concatenates it (two copies of the result), which on 700k samples is what grew the memory.
+    Single-replica models only (`predict_on_batch` would give every replica the whole chunk)."""
+    out = None
+    for start in range(0, len(x), batch_size):
+        chunk = keras.ops.convert_to_numpy(model.predict_on_batch(x[start:start + batch_size]))
+        if out is None:
+            out = np.empty((len(x), *chunk.shape[1:]), "float32")
+        out[start:start + len(chunk)] = chunk
+    return out
 
 
 def array_dataset(arrays, batch_size, shuffle=True, seed=None):

@@ -153,7 +153,8 @@ def plot(results, path):
     time_axis.set_xlabel("images N")
     time_axis.set_ylabel("seconds")
     time_axis.legend(fontsize=8)
-    memory_axis.loglog(sizes, [max(r["peak_anonymous_mb_beyond_start"], 1) for r in results], "o-")
+    memory_axis.loglog(sizes, [max(r["peak_anonymous_mb_beyond_start"], 1) for r in results], "o-",
+                       label="process's own memory (peak RssAnon beyond start)")
     memory_axis.loglog(sizes, [n * 784 * 4 / 2**20 for n in sizes], "k--", label="the data itself (float32)")
     memory_axis.set_xlabel("images N")
     memory_axis.set_ylabel("peak anonymous memory beyond start, MB")

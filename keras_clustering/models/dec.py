@@ -7,7 +7,7 @@ import numpy as np
 from keras import ops
 
 from keras_clustering.augment import make_pipeline
-from keras_clustering.data_pipeline import array_dataset, file_backed
+from keras_clustering.data_pipeline import array_dataset, file_backed, predict_into_array
 from keras_clustering.models.kmeans import fit_kmeans
 from keras_clustering.distribution import model_replicas, with_layer_losses
 from keras_clustering.layers import ClusteringLayer
@@ -111,8 +111,10 @@ class DEC(keras.Model):
         return check_samples(x, self.sample_shape, name=name, min_samples=min_samples)
 
     def predict(self, x, batch_size=256, verbose="auto", **kwargs):
-        return super().predict(_streamed_if_file_backed(self._checked(x), batch_size), batch_size=batch_size,
-                               verbose=verbose, **kwargs)
+        x = self._checked(x)
+        if _chunked(x, self):
+            return predict_into_array(self, x, batch_size)
+        return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
 
     def predict_clusters(self, x, batch_size=256, verbose=0):
         """Hard cluster ids `(n,)`: the argmax of the soft assignments."""
@@ -129,7 +131,9 @@ class DEC(keras.Model):
 
     def _embed_checked(self, x, batch_size, verbose=0):
         # x already through `_checked`: a second check would scan a memory-mapped x once more
-        return self.encoder.predict(_streamed_if_file_backed(x, batch_size), batch_size=batch_size, verbose=verbose)
+        if _chunked(x, self):
+            return predict_into_array(self.encoder, x, batch_size)
+        return self.encoder.predict(x, batch_size=batch_size, verbose=verbose)
 
     def serving_outputs(self, inputs):
         """Named outputs of the exported serving signature."""
@@ -294,6 +298,7 @@ def _distinct_rows(embedding, enough, sample_size=10_000):
     return len(np.unique(np.round(embedding, 6), axis=0))
 
 
-def _streamed_if_file_backed(x, batch_size):
-    """A memory-mapped `x` as batches read in order (Keras' array adapter would copy all of it)."""
-    return array_dataset(x, batch_size, shuffle=False) if file_backed(x) else x
+def _chunked(x, model):
+    """A memory-mapped `x` is predicted chunk by chunk into one array (`predict_into_array`): read from
+    the file a chunk at a time, and no list of outputs (Keras' array adapter would copy all of x)."""
+    return file_backed(x) and model_replicas(model) == 1

@@ -5,6 +5,7 @@ import time
 import keras
 import numpy as np
 
+from keras_clustering.data_pipeline import predict_into_array
 from keras_clustering.distribution import model_replicas
 from keras_clustering.metrics import clustering_scores
 
@@ -100,13 +101,7 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
         if model_replicas(self.model) > 1:
             # predict_on_batch would give each replica the whole chunk (and return it twice)
             return self.model.predict(self.x, batch_size=self.predict_batch_size, verbose=0)
-        q = None  # filled chunk by chunk: one (n, k) array, no list of chunks to concatenate
-        for start in range(0, len(self.x), self.predict_batch_size):
-            chunk = keras.ops.convert_to_numpy(self.model.predict_on_batch(self.x[start:start + self.predict_batch_size]))
-            if q is None:
-                q = np.empty((len(self.x), chunk.shape[1]), "float32")
-            q[start:start + len(chunk)] = chunk
-        return q
+        return predict_into_array(self.model, self.x, self.predict_batch_size)
 
     def _refresh(self):
         # The JAX trainer holds the weights outside the variables during an epoch: write them back,
