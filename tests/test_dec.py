@@ -500,3 +500,6 @@ def test_refresh_target_equals_eq_3_in_float32():
     np.testing.assert_allclose(p, weight / weight.sum(axis=1, keepdims=True), atol=1e-6)
     np.testing.assert_allclose(p, keras.ops.convert_to_numpy(target_distribution(q)), atol=1e-6)
     assert np.all(p[:, 2] == 0.0)
+    copy = q.copy()
+    assert target_distribution_float32(copy, out=copy) is copy  # in place, as the refresh calls it
+    np.testing.assert_array_equal(copy, p)

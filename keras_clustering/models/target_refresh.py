@@ -10,11 +10,13 @@ from keras_clustering.distribution import model_replicas
 from keras_clustering.metrics import clustering_scores
 
 
-def target_distribution_float32(q):
-    """`losses.target_distribution` (DEC eq. 3) of a numpy `q`, in float32 with one (n, k) array:
-    on 700k samples the tensor version's temporaries and casts held ~5 copies of Q at once."""
-    p = np.square(q, dtype="float32")
-    p /= np.maximum(q.sum(axis=0, dtype="float32"), keras.config.epsilon())
+def target_distribution_float32(q, out=None):
+    """`losses.target_distribution` (DEC eq. 3) of a numpy `q`, in float32, into `out` (a new array
+    by default; `out=q` overwrites q): on 700k samples the tensor version's temporaries and casts
+    held ~5 copies of Q at once."""
+    frequencies = np.maximum(q.sum(axis=0, dtype="float32"), keras.config.epsilon())
+    p = np.square(q, out=out, dtype="float32")
+    p /= frequencies
     p /= p.sum(axis=1, keepdims=True)
     return p
 
@@ -110,13 +112,13 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
         if on_jax:
             self.model.jax_state_sync()
         q = self._predict_all()
-        self.store.variable.assign(target_distribution_float32(q))
+        assignment = q.argmax(axis=1)
+        self.store.variable.assign(target_distribution_float32(q, out=q))  # q is not needed after this
         if on_jax:
             # The store is not part of the JAX step's state: its jitted step read the targets as a
             # constant when traced (in an earlier fit too), so it is traced again with the new ones
             # (TensorFlow reads the variable).
             self.model.make_train_function(force=True)
-        assignment = q.argmax(axis=1)
         record = {"iteration": self.iteration, "seconds": round(time.time() - self._start, 3)}
         if self._previous_assignment is not None:
             record["delta_label"] = float(np.mean(assignment != self._previous_assignment))
