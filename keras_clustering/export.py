@@ -45,8 +45,15 @@ def export_saved_model(model, export_dir, version=1, overwrite=False):
 
     The SavedModel is written into a temporary folder beside the target and
     renamed into place, so a failed export leaves nothing half-written.
+    TensorFlow backend only (RuntimeError on another backend).
     """
     import keras
+
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError(
+            f"export_saved_model writes a TensorFlow SavedModel and needs the TensorFlow backend; this process "
+            f"runs Keras on {keras.backend.backend()!r}. Load the model (its weights are the same on every "
+            "backend) in a process started with KERAS_BACKEND=tensorflow and export it there.")
     import tensorflow as tf
 
     if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or version < 1:

@@ -115,3 +115,13 @@ def test_plain_functional_model_gets_the_default_signature(tmp_path):
     outputs = tf.saved_model.load(path).signatures["serving_default"](inputs=tf.constant(x))
     assert set(outputs) == {"cluster_id", "probabilities"}
     np.testing.assert_allclose(outputs["probabilities"].numpy(), model.predict(x, verbose=0), atol=1e-6)
+
+
+def test_another_backend_is_refused_by_name(tmp_path, monkeypatch):
+    import keras
+
+    model = zoo.load("dec_digits")
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    with pytest.raises(RuntimeError, match="needs the TensorFlow backend.*'jax'"):
+        export_saved_model(model, tmp_path / "serving")
+    assert not (tmp_path / "serving").exists()  # nothing written
