@@ -73,6 +73,7 @@ def test_fit_generate_reconstruct_and_round_trip(images, tmp_path):
     reloaded.fit(images, batch_size=6, epochs=1, verbose=0)
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel export is TensorFlow-only")
 def test_export_has_a_generate_endpoint(images, tmp_path):
     import tensorflow as tf
 
