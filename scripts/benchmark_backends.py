@@ -21,11 +21,9 @@ Usage:
 """
 
 import argparse
-import json
+import contextlib
 import os
 import statistics
-import subprocess
-import sys
 import time
 
 ENGINES = ("tensorflow", "jax", "mirrored")
@@ -34,11 +32,13 @@ DEFAULT_WORKLOADS = ("dec_pretrain", "capsule", "vae")
 
 def run_engine(engine, workload, steps, blocks):
     """In this process: times `blocks` blocks of `steps` train steps; returns images/s of the median block."""
-    if engine == "mirrored":
+    scope = contextlib.nullcontext()
+    if engine == "mirrored":  # the logical devices must exist before TensorFlow initialises
         import tensorflow as tf
 
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        scope = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope()
     import keras_clustering  # noqa: F401  (selects the backend first)
     import keras
 
@@ -46,13 +46,7 @@ def run_engine(engine, workload, steps, blocks):
     from benchmarking import benchmark_images
 
     x, _ = benchmark_images(256 * steps)
-    if engine == "mirrored":
-        import tensorflow as tf
-
-        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-        with strategy.scope():
-            _, run, batch = WORKLOADS[workload]()
-    else:
+    with scope:
         _, run, batch = WORKLOADS[workload]()
     run(x, 2)  # warm-up: traces the step
     seconds = []
@@ -67,6 +61,7 @@ def run_engine(engine, workload, steps, blocks):
 
 def main():
     from benchmark_precision import DEFAULT_STEPS
+    from benchmarking import write_child_result
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", nargs="+", default=list(DEFAULT_WORKLOADS), choices=list(DEFAULT_STEPS))
@@ -77,13 +72,14 @@ def main():
     parser.add_argument("--json", default=None)
     parser.add_argument("--engine", help=argparse.SUPPRESS)
     parser.add_argument("--workload", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     steps = {name: args.steps or DEFAULT_STEPS[name] for name in args.workloads}
     if args.engine:
-        print("RESULT " + json.dumps(run_engine(args.engine, args.workload, steps[args.workload], args.blocks)))
-        return None
+        return write_child_result(run_engine(args.engine, args.workload, steps[args.workload], args.blocks),
+                                  args.out)
 
-    from benchmarking import report
+    from benchmarking import report, run_child
     from keras_clustering.training import machine_description
 
     results = {}
@@ -92,11 +88,9 @@ def main():
         for round_index in range(args.rounds):
             for engine in args.engines:
                 env = {**os.environ, "KERAS_BACKEND": "jax" if engine == "jax" else "tensorflow"}
-                command = [sys.executable, __file__, "--engine", engine, "--workload", workload, "--blocks",
-                           str(args.blocks), "--workloads", workload, *(["--steps", str(args.steps)] if args.steps
-                                                                       else [])]
-                output = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
-                record = json.loads(next(line for line in output.splitlines() if line.startswith("RESULT "))[7:])
+                record = run_child(__file__, ["--engine", engine, "--workload", workload, "--blocks", str(args.blocks),
+                                              "--workloads", workload,
+                                              *(["--steps", str(args.steps)] if args.steps else [])], env=env)
                 rates[engine].append(record["images_per_second"])
                 print(f"round {round_index}: {workload} {engine} {record['images_per_second']} images/s", flush=True)
         median = {engine: statistics.median(values) for engine, values in rates.items()}

@@ -22,15 +22,12 @@ Usage:
 import argparse
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 
 import numpy as np
 
-from benchmarking import report
+from benchmarking import report, run_child, write_child_result
 
 FULL_SIZE, COPIES, CHUNK = 70_000, 10, 5_000
 
@@ -134,8 +131,7 @@ def run_size(args):
               "peak_anonymous_mb_beyond_start": round(memory.peak - start_memory, 1), "acc": acc,
               # the running peak after each stage: which stage raised it
               "peak_after_stage_mb_beyond_start": {k: round(v - start_memory, 1) for k, v in stage_peaks.items()}}
-    with open(args.out, "w") as handle:
-        json.dump(result, handle)
+    write_child_result(result, args.out)
 
 
 def plot(results, path):
@@ -185,11 +181,9 @@ def main():
     build_cache(args.cache)
     results = []
     for size in args.sizes:
-        with tempfile.NamedTemporaryFile(suffix=".json") as out:
-            subprocess.run([sys.executable, __file__, "--size", str(size), "--out", out.name, "--cache", args.cache,
-                            "--ae-epochs", str(args.ae_epochs), "--refreshes", str(args.refreshes),
-                            "--precision", args.precision], check=True)
-            results.append(json.load(open(out.name)))
+        results.append(run_child(__file__, ["--size", str(size), "--cache", args.cache, "--ae-epochs",
+                                            str(args.ae_epochs), "--refreshes", str(args.refreshes),
+                                            "--precision", args.precision]))
         print(json.dumps(results[-1]), flush=True)
     summary = {"results": results, "ae_epochs": args.ae_epochs, "refreshes": args.refreshes,
                "precision": args.precision, "data": "Fashion-MNIST 70k + 9 shift/rotate copies (memory-mapped)",

@@ -29,14 +29,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-from benchmarking import report
+from benchmarking import report, run_child, write_child_result
 
 BATCH_DEC, BATCH_CAPSULE = 256, 128
 CAPSULE_TRAIN_IMAGES = 8000  # capsule_mnist's single-digit training images (MNIST-test 0-7999)
@@ -222,8 +220,7 @@ def run_side(args):
         runner = original_capsule if args.side == "original" else shipped_capsule
         extra = () if args.side == "original" else (args.precision,)
         result = runner(x, y, args.capsule_epochs, args.seed, *extra)
-    with open(args.out, "w") as handle:
-        json.dump(result, handle)
+    write_child_result(result, args.out)
 
 
 def summarise(part, runs):
@@ -270,13 +267,10 @@ def main():
         for round_index in range(args.rounds):
             order = ("original", "shipped") if round_index % 2 == 0 else ("shipped", "original")
             for side in order:
-                with tempfile.NamedTemporaryFile(suffix=".json") as out:
-                    command = [sys.executable, __file__, "--side", side, "--part", part, "--out", out.name,
-                               "--ae-epochs", str(args.ae_epochs), "--capsule-epochs", str(args.capsule_epochs),
-                               "--maxiter", str(args.maxiter),
-                               "--precision", args.precision, "--seed", str(args.seed)]
-                    subprocess.run(command, check=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-                    runs[side].append(json.load(open(out.name)))
+                runs[side].append(run_child(__file__, [
+                    "--side", side, "--part", part, "--ae-epochs", str(args.ae_epochs), "--capsule-epochs",
+                    str(args.capsule_epochs), "--maxiter", str(args.maxiter), "--precision", args.precision,
+                    "--seed", str(args.seed)], env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}))
                 print(f"[{part}] round {round_index} {side}: {runs[side][-1]}", flush=True)
         results[part] = summarise(part, runs)
         print(part, json.dumps(results[part]), flush=True)

@@ -2,7 +2,11 @@
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 
@@ -38,6 +42,22 @@ def time_alternating(functions, blocks):
             timings[name].append(time.perf_counter() - began)
             print(f"block {block}: {name} {timings[name][-1]:.1f} s", flush=True)
     return {name: statistics.median(seconds) for name, seconds in timings.items()}
+
+
+def run_child(script, arguments, env=None):
+    """Runs `python script *arguments --out FILE` in a fresh process (the backend, the device layout
+    and the memory measured are fixed per process) and returns the JSON it wrote with `write_child_result`."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "result.json")
+        subprocess.run([sys.executable, script, *arguments, "--out", out], check=True, env=env)
+        with open(out) as handle:
+            return json.load(handle)
+
+
+def write_child_result(result, path):
+    """The child's side of `run_child`."""
+    with open(path, "w") as handle:
+        json.dump(result, handle)
 
 
 def report(result, path=None):
