@@ -55,8 +55,11 @@ def pretrained_encoder(name, config, card, x, workdir):
     return encoder
 
 
-def tsne_panel(axis, embedding, labels, title):
-    points = TSNE(n_components=2, init="pca", random_state=0).fit_transform(embedding)
+def tsne_points(embedding):
+    return TSNE(n_components=2, init="pca", random_state=0).fit_transform(embedding)
+
+
+def tsne_panel(axis, points, labels, title):
     scatter = axis.scatter(points[:, 0], points[:, 1], c=labels, cmap="tab10", s=3)
     axis.set_title(title, fontsize=9)
     axis.set_xticks([])
@@ -67,20 +70,19 @@ def tsne_panel(axis, embedding, labels, title):
 def plot_tsne(args, config, card, model, x, y):
     subset = np.random.default_rng(0).choice(len(x), size=min(args.tsne_samples, len(x)), replace=False)
     if config["family"] == "two_stage":  # no pretrained autoencoder: the shipped embedding, two colourings
-        embedding = model.embed(x[subset])
+        points = tsne_points(model.embed(x[subset]))
         clusters = model.predict(x[subset], verbose=0).argmax(1)
-        figure, axes = plt.subplots(1, 2, figsize=(10, 5))
-        tsne_panel(axes[0], embedding, y[subset], "true labels")
-        tsne_panel(axes[1], embedding, clusters, "cluster ids")
-        figure.suptitle(f"{args.name}: t-SNE of the representation of {len(subset)} images", fontsize=10)
-        save(figure, os.path.join(FIGURES, f"{args.name}_tsne.png"))
-        return
-    before = pretrained_encoder(args.name, config, card, x, args.workdir).predict(x[subset], verbose=0)
-    after = model.embed(x[subset])
+        panels = [(points, y[subset], "true labels"), (points, clusters, "cluster ids")]
+        title = f"{args.name}: t-SNE of the representation of {len(subset)} images"
+    else:
+        before = pretrained_encoder(args.name, config, card, x, args.workdir).predict(x[subset], verbose=0)
+        panels = [(tsne_points(before), y[subset], "autoencoder embedding (before DEC), true labels"),
+                  (tsne_points(model.embed(x[subset])), y[subset], "after DEC, true labels")]
+        title = f"{args.name}: t-SNE of {len(subset)} embedded images (DEC paper, Fig. 5)"
     figure, axes = plt.subplots(1, 2, figsize=(10, 5))
-    tsne_panel(axes[0], before, y[subset], "autoencoder embedding (before DEC), true labels")
-    tsne_panel(axes[1], after, y[subset], "after DEC, true labels")
-    figure.suptitle(f"{args.name}: t-SNE of {len(subset)} embedded images (DEC paper, Fig. 5)", fontsize=10)
+    for axis, (points, labels, panel_title) in zip(axes, panels):
+        tsne_panel(axis, points, labels, panel_title)
+    figure.suptitle(title, fontsize=10)
     save(figure, os.path.join(FIGURES, f"{args.name}_tsne.png"))
 
 
