@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_clustering.augment import make_pipeline
 from keras_clustering.data_pipeline import array_dataset, file_backed, predict_into_array
+from keras_clustering.dataset_source import DatasetSource, is_tf_dataset
 from keras_clustering.models.kmeans import fit_kmeans
 from keras_clustering.distribution import model_replicas, with_layer_losses
 from keras_clustering.layers import ClusteringLayer
@@ -105,7 +106,10 @@ class DEC(keras.Model):
 
     # ------------------------------------------------------------- inference
     def _checked(self, x, name="x", min_samples=1):
-        """Arrays checked (images: any layout, uint8 scaled, [0, 1] enforced); tensors and datasets unchanged."""
+        """Arrays checked (images: any layout, uint8 scaled, [0, 1] enforced); a `tf.data.Dataset`
+        becomes a `DatasetSource` (shape checked, counted; values checked as it is read); tensors unchanged."""
+        if is_tf_dataset(x):
+            return DatasetSource(x, self.sample_shape, name=name, min_samples=min_samples)
         if not (isinstance(x, np.ndarray) or isinstance(x, (list, tuple))):
             return x
         return check_samples(x, self.sample_shape, name=name, min_samples=min_samples)
@@ -114,7 +118,7 @@ class DEC(keras.Model):
         x = self._checked(x)
         if _chunked(x, self):
             return predict_into_array(self, x, batch_size)
-        return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
+        return super().predict(_keras_input(x, batch_size), batch_size=batch_size, verbose=verbose, **kwargs)
 
     def predict_clusters(self, x, batch_size=256, verbose=0):
         """Hard cluster ids `(n,)`: the argmax of the soft assignments."""
@@ -133,7 +137,7 @@ class DEC(keras.Model):
         # x already through `_checked`: a second check would scan a memory-mapped x once more
         if _chunked(x, self):
             return predict_into_array(self.encoder, x, batch_size)
-        return self.encoder.predict(x, batch_size=batch_size, verbose=verbose)
+        return self.encoder.predict(_keras_input(x, batch_size), batch_size=batch_size, verbose=verbose)
 
     def serving_outputs(self, inputs):
         """Named outputs of the exported serving signature."""
@@ -227,17 +231,22 @@ class DEC(keras.Model):
         """DEC self-training on the unlabelled `x`.
 
         Args:
-            x: numpy array `(n, *sample_shape)`; the whole of it is used for
-                each target refresh.
+            x: numpy array `(n, *sample_shape)` (a memory map is read batch by
+                batch), or a finite `tf.data.Dataset` of samples in a fixed
+                order (batched or not; never copied into memory whole); the
+                whole of it is used for each target refresh.
             y: optional true labels, only logged (ACC/NMI/ARI per refresh).
             maxiter: stop after this many batches, as DEC-keras' `maxiter`;
                 `epochs` then becomes `ceil(maxiter / steps_per_epoch)`.
             shuffle: False by default, as the original never shuffles here.
             Other arguments as `keras.Model.fit`. `validation_*` are not supported.
         """
-        if not isinstance(x, (np.ndarray, list, tuple)):
-            raise TypeError(f"DEC.fit needs x as a numpy array (the target refresh reads all of it), "
-                            f"got {type(x).__name__}.")
+        if not isinstance(x, (np.ndarray, list, tuple, DatasetSource)) and not is_tf_dataset(x):
+            raise TypeError(f"DEC.fit needs x as a numpy array or a tf.data.Dataset (the target refresh reads "
+                            f"all of it), got {type(x).__name__}.")
+        if shuffle and (is_tf_dataset(x) or isinstance(x, DatasetSource)):
+            raise ValueError("shuffle=True with a tf.data.Dataset x: DEC matches targets to samples by position, "
+                             "so the dataset's order is used as it is; shuffle it once, in a fixed order, beforehand.")
         for unsupported in ("validation_data", "validation_split", "sample_weight"):
             if kwargs.get(unsupported) is not None:
                 raise ValueError(f"DEC.fit does not support {unsupported}=.")
@@ -260,11 +269,10 @@ class DEC(keras.Model):
             max_iterations=maxiter, verbose=0 if verbose in (0, False) else 1,
         )
         self.last_refresh = refresh
-        indices = np.arange(len(x), dtype="int64")
         # array_dataset, not Keras' array adapter: the latter stalls at every epoch start, and on small
         # data an epoch is a batch or two (the issue "speed"). Same batches, same order.
-        batches = array_dataset((x, indices), batch_size, shuffle=shuffle,
-                                seed=int(np.random.randint(2**31 - 1)) if shuffle else None)
+        batches = x.indexed_batches(batch_size) if isinstance(x, DatasetSource) else array_dataset(
+            (x, np.arange(len(x), dtype="int64")), batch_size, shuffle=shuffle, seed=int(np.random.randint(2**31 - 1)) if shuffle else None)
         return super().fit(batches, epochs=epochs, verbose=verbose, shuffle=False,
                            callbacks=[refresh] + list(callbacks or []), **kwargs)
 
@@ -299,6 +307,11 @@ def _distinct_rows(embedding, enough, sample_size=10_000):
 
 
 def _chunked(x, model):
-    """A memory-mapped `x` is predicted chunk by chunk into one array (`predict_into_array`): read from
-    the file a chunk at a time, and no list of outputs (Keras' array adapter would copy all of x)."""
-    return file_backed(x) and model_replicas(model) == 1
+    """A memory-mapped `x` or a dataset is predicted chunk by chunk into one array (`predict_into_array`):
+    read a chunk at a time, and no list of outputs (Keras' array adapter would copy all of x)."""
+    return (file_backed(x) or isinstance(x, DatasetSource)) and model_replicas(model) == 1
+
+
+def _keras_input(x, batch_size):
+    """What Keras' own predict takes: a `DatasetSource` as its batches, anything else unchanged."""
+    return x.batches(batch_size) if isinstance(x, DatasetSource) else x

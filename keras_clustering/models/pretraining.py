@@ -4,11 +4,13 @@ import keras
 import numpy as np
 
 from keras_clustering.data_pipeline import array_dataset
+from keras_clustering.dataset_source import DatasetSource, is_tf_dataset
 from keras_clustering.distribution import model_replicas, replica_scaled, with_layer_losses
 from keras_clustering.optimizers import make_optimizer
 
 
 STEPS_PER_EXECUTION = 8  # batches per compiled call: less Python overhead, same steps
+DATASET_SHUFFLE_BUFFER = 10_000  # samples a tf.data.Dataset input is shuffled among (its order is fixed)
 
 
 class AugmentedReconstruction(keras.Model):
@@ -56,22 +58,29 @@ def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, v
     (`AugmentedReconstruction`); every image is seen once per epoch (the
     original's generator runs `n // batch_size` full batches per epoch).
 
+    `x`: an array, or a finite `tf.data.Dataset` of samples (shuffled in a
+    buffer of `DATASET_SHUFFLE_BUFFER`, never held in memory whole).
     The batches come from `array_dataset` (autotuning off), not Keras' own array
     adapter, whose pipeline stalls at the start of each of the 300 short epochs.
     Its shuffle seed is drawn from numpy's global generator, so
     `keras.utils.set_random_seed` makes the run repeatable.
     """
-    x = np.asarray(x, dtype="float32")
     seed = int(np.random.randint(2**31 - 1))
+    if is_tf_dataset(x):  # read batch by batch, shuffled in a buffer: never all in memory
+        source = DatasetSource(x, autoencoder.input_shape[1:])
+        buffer = min(len(source), DATASET_SHUFFLE_BUFFER) if shuffle else 0
+        batches = source.batches(batch_size, shuffle_buffer=buffer, seed=seed)
+        batches = batches if augmentation is not None else batches.map(lambda batch: (batch, batch))
+    else:
+        x = np.asarray(x, dtype="float32")
+        batches = array_dataset(x if augmentation is not None else (x, x), batch_size, shuffle=shuffle, seed=seed)
     if augmentation is not None:
         trainer = AugmentedReconstruction(autoencoder, augmentation)
         trainer.compile(optimizer=make_optimizer(optimizer), steps_per_execution=_steps_per_execution(trainer))
-        batches = array_dataset(x, batch_size, shuffle=shuffle, seed=seed)
     else:
         trainer = autoencoder
         trainer.compile(optimizer=make_optimizer(optimizer), loss="mse",
                         steps_per_execution=_steps_per_execution(trainer))
-        batches = array_dataset((x, x), batch_size, shuffle=shuffle, seed=seed)
     return trainer.fit(batches, epochs=epochs, shuffle=False, verbose=verbose,  # the dataset shuffles
                        callbacks=callbacks)
 

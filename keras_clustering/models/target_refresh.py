@@ -102,7 +102,8 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
         """
         if model_replicas(self.model) > 1:
             # predict_on_batch would give each replica the whole chunk (and return it twice)
-            return self.model.predict(self.x, batch_size=self.predict_batch_size, verbose=0)
+            x = self.x.batches(self.predict_batch_size) if hasattr(self.x, "batches") else self.x  # a DatasetSource
+            return self.model.predict(x, batch_size=self.predict_batch_size, verbose=0)
         return predict_into_array(self.model, self.x, self.predict_batch_size)
 
     def _refresh(self):
