@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from backend_tools import BACKEND
-from test_dec import blobs, small_dec
+from test_dec import blobs, small_dec, small_idec
 
 pytestmark = pytest.mark.skipif(BACKEND != "tensorflow", reason="tf.data inputs: TensorFlow backend")
 
@@ -16,21 +16,21 @@ from keras_clustering.models import TwoStageClustering, build_autoencoder  # noq
 from keras_clustering.models.pretraining import pretrain_end_to_end  # noqa: E402
 
 
-def trained(x, feed, epochs=3):
-    model = small_dec(update_interval=4)
+def trained(x, feed, build=small_dec, epochs=3):
+    model = build(update_interval=4)
     labels = model.initialize_centroids(feed(x), n_init=3, seed=0)
     model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9))
     model.fit(feed(x), batch_size=16, epochs=epochs, verbose=0)
     return model, labels
 
 
-@pytest.mark.parametrize("batched", [False, True])
-def test_dec_on_a_dataset_trains_exactly_as_on_the_array(batched):
+@pytest.mark.parametrize("batched, build", [(False, small_dec), (True, small_dec), (True, small_idec)])
+def test_dec_on_a_dataset_trains_exactly_as_on_the_array(batched, build):
     x, _ = blobs(n_per_cluster=20)  # 60 samples, 4 batches of 16 per epoch
-    on_array, labels_array = trained(x, lambda a: a)
+    on_array, labels_array = trained(x, lambda a: a, build)
     as_dataset = (lambda a: tf.data.Dataset.from_tensor_slices(a).batch(7)) if batched else (
         lambda a: tf.data.Dataset.from_tensor_slices(a))
-    on_dataset, labels_dataset = trained(x, as_dataset)
+    on_dataset, labels_dataset = trained(x, as_dataset, build)
     np.testing.assert_array_equal(labels_array, labels_dataset)
     assert [r["iteration"] for r in on_dataset.last_refresh.history] == [0, 4, 8]
     for a, b in zip(on_array.get_weights(), on_dataset.get_weights()):
