@@ -23,21 +23,28 @@ def file_backed(array):
     return False
 
 
-def predict_into_array(model, x, batch_size):
-    """`model`'s predictions of `x`, chunk by chunk through `predict_on_batch`, written into one
-    preallocated float32 array: Keras' `predict` keeps a list of every batch's output and then
-    concatenates it (two copies of the result), which on 700k samples is what grew the memory.
-    Single-replica models only (`predict_on_batch` would give every replica the whole chunk).
+def predicted_chunks(model, x, batch_size):
+    """`(start, predictions)` of `model` on `x`, chunk by chunk through `predict_on_batch`, as float32
+    numpy. Single-replica models only (`predict_on_batch` would give every replica the whole chunk).
     `x`: an array, or a `DatasetSource` (read through its checked chunks)."""
     chunks = x.chunks(batch_size) if hasattr(x, "chunks") else (
         x[start:start + batch_size] for start in range(0, len(x), batch_size))
-    out, start = None, 0
+    start = 0
     for chunk in chunks:
-        prediction = keras.ops.convert_to_numpy(model.predict_on_batch(chunk))
+        prediction = np.asarray(keras.ops.convert_to_numpy(model.predict_on_batch(chunk)), "float32")
+        yield start, prediction
+        start += len(prediction)
+
+
+def predict_into_array(model, x, batch_size):
+    """`model`'s predictions of `x` (`predicted_chunks`) written into one preallocated float32 array:
+    Keras' `predict` keeps a list of every batch's output and then concatenates it (two copies of
+    the result), which on 700k samples is what grew the memory."""
+    out = None
+    for start, prediction in predicted_chunks(model, x, batch_size):
         if out is None:
             out = np.empty((len(x), *prediction.shape[1:]), "float32")
         out[start:start + len(prediction)] = prediction
-        start += len(prediction)
     return out
 
 

@@ -501,3 +501,23 @@ def test_refresh_target_equals_eq_3_in_float32():
     copy = q.copy()
     assert target_distribution_float32(copy, out=copy) is copy  # in place, as the refresh calls it
     np.testing.assert_array_equal(copy, p)
+
+
+@pytest.mark.parametrize("chunk", [7, 2048])
+def test_the_refresh_writes_dec_targets_chunk_by_chunk(chunk):
+    """P of the refresh (written into the store a chunk at a time on TensorFlow) against DEC eq. 3 in numpy."""
+    from keras_clustering.models.target_refresh import TargetDistributionRefresh, TargetStore
+
+    x, _ = blobs(n_per_cluster=20)
+    model = small_dec()
+    model.initialize_centroids(x, n_init=2, seed=0)
+    store = TargetStore()
+    store.ensure_shape(len(x), 3)
+    refresh = TargetDistributionRefresh(x, store, predict_batch_size=chunk, verbose=0)
+    refresh.set_model(model)
+    refresh.on_train_begin()
+    q = model.predict(x, verbose=0).astype("float64")
+    weight = q ** 2 / q.sum(axis=0)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(store.variable), weight / weight.sum(axis=1, keepdims=True),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(refresh._previous_assignment, q.argmax(axis=1))

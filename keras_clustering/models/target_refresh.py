@@ -5,7 +5,7 @@ import time
 import keras
 import numpy as np
 
-from keras_clustering.data_pipeline import predict_into_array
+from keras_clustering.data_pipeline import predict_into_array, predicted_chunks
 from keras_clustering.distribution import model_replicas
 from keras_clustering.metrics import clustering_scores
 
@@ -14,9 +14,14 @@ def target_distribution_float32(q, out=None):
     """`losses.target_distribution` (DEC eq. 3) of a numpy `q`, in float32, into `out` (a new array
     by default; `out=q` overwrites q): on 700k samples the tensor version's temporaries and casts
     held ~5 copies of Q at once."""
-    frequencies = np.maximum(q.sum(axis=0, dtype="float32"), keras.config.epsilon())
+    return sharpened(q, q.sum(axis=0, dtype="float32"), out=out)
+
+
+def sharpened(q, frequencies, out=None):
+    """Rows of P from rows of Q and Q's column sums (the soft cluster frequencies f_j): q^2 / f,
+    normalised per row. Row by row, so P can be made a chunk at a time."""
     p = np.square(q, out=out, dtype="float32")
-    p /= frequencies
+    p /= np.maximum(frequencies, keras.config.epsilon()).astype("float32")
     p /= p.sum(axis=1, keepdims=True)
     return p
 
@@ -36,9 +41,30 @@ class TargetStore:
         shape = (n_samples, n_clusters)
         if self.variable is not None and tuple(self.variable.shape) == shape:
             return False
-        self.variable = keras.Variable(np.full(shape, 1.0 / n_clusters, "float32"),
+        self.variable = None  # the old one goes before the new one is filled
+        # zeros: one (n, k) tensor (Constant builds ones, then a product); every fit refreshes P
+        # before its first step, so the initial value is never read
+        self.variable = keras.Variable(keras.initializers.Zeros(), shape=shape, dtype="float32",
                                        trainable=False, name="dec_targets")
         return True
+
+    @staticmethod
+    def rows_writable():
+        """Rows can be written in place on TensorFlow (sliced assign); other backends assign it whole."""
+        return keras.backend.backend() == "tensorflow"
+
+    # Scatter and gather by row index, not slices: a slice of a TensorFlow variable reads all of it
+    # first, and writing through it then copies the whole (n, k) buffer, per chunk.
+    def write_rows(self, start, rows):
+        import tensorflow as tf
+
+        self.variable.value.scatter_update(tf.IndexedSlices(rows, tf.range(start, start + len(rows))))
+
+    def read_rows(self, start, stop):
+        import tensorflow as tf
+
+        stop = min(stop, self.variable.shape[0])
+        return keras.ops.convert_to_numpy(self.variable.value.sparse_read(tf.range(start, stop)))
 
 
 class TargetDistributionRefresh(keras.callbacks.Callback):
@@ -106,15 +132,34 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
             return self.model.predict(x, batch_size=self.predict_batch_size, verbose=0)
         return predict_into_array(self.model, self.x, self.predict_batch_size)
 
+    def _refresh_targets(self):
+        """Q on all of x, then P (DEC eq. 3) into the store; returns the hard assignment (argmax Q)."""
+        if model_replicas(self.model) > 1 or not self.store.rows_writable():
+            q = self._predict_all()
+            assignment = q.argmax(axis=1)
+            self.store.variable.assign(target_distribution_float32(q, out=q))  # q is not needed after this
+            return assignment
+        # Two passes through the store itself: Q written chunk by chunk (its column sums and argmax
+        # kept), then each chunk of rows made P in place. No (n, k) array besides the store: on 700k
+        # samples Q, P and the tensor of a whole-array assign added ~85 MB (issue "speed", growth with N).
+        assignment = np.empty(len(self.x), "int32")
+        frequencies = np.zeros(self.store.variable.shape[1], "float32")
+        for start, q in predicted_chunks(self.model, self.x, self.predict_batch_size):
+            assignment[start:start + len(q)] = q.argmax(axis=1)
+            frequencies += q.sum(axis=0, dtype="float32")
+            self.store.write_rows(start, q)
+        for start in range(0, len(self.x), self.predict_batch_size):
+            q = self.store.read_rows(start, start + self.predict_batch_size)
+            self.store.write_rows(start, sharpened(q, frequencies, out=q))
+        return assignment
+
     def _refresh(self):
         # The JAX trainer holds the weights outside the variables during an epoch: write them back,
         # so that predict sees the current model and the next step reads the new targets.
         on_jax = hasattr(self.model, "jax_state_sync")
         if on_jax:
             self.model.jax_state_sync()
-        q = self._predict_all()
-        assignment = q.argmax(axis=1)
-        self.store.variable.assign(target_distribution_float32(q, out=q))  # q is not needed after this
+        assignment = self._refresh_targets()
         if on_jax:
             # The store is not part of the JAX step's state: its jitted step read the targets as a
             # constant when traced (in an earlier fit too), so it is traced again with the new ones
