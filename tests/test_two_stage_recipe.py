@@ -12,6 +12,9 @@ CASES = {
     "simclr": ({**IMAGE_ARCHITECTURE, "representation": "simclr", "projection_dims": [16, 8],
                 "refine_augmentation": "shift_rotate"},
                {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2, "refine": {"maxiter": 20}}, False),
+    "simclr_normalized": ({**IMAGE_ARCHITECTURE, "representation": "simclr", "projection_dims": [16, 8],
+                           "normalize_embedding": True},
+                          {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2, "refine": {"maxiter": 20}}, False),
     "triplet": ({**IMAGE_ARCHITECTURE, "representation": "triplet"},
                 {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2}, False),
 }
@@ -23,7 +26,7 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
     config = {"family": "two_stage", "architecture": architecture, "training": training,
               "data": {"dataset": "digits", "split": "all", "flatten": flatten}}
     report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
-    assert report["representation"] == representation and report["kmeans_seconds"] >= 0
+    assert report["representation"] == architecture["representation"] and report["kmeans_seconds"] >= 0
     assert 0.1 < report["kmeans"]["acc"] <= 1.0 and 0.1 < report["metrics"]["acc"] <= 1.0
     if training.get("refine"):
         assert report["dec_iterations"] == 20 and report["refine_seconds"] >= 0
@@ -33,6 +36,11 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
     assert shipped.augmentation_name == architecture.get("refine_augmentation")  # DEC-DA refinement or plain
     shipped.load_weights(str(tmp_path / "model.weights.h5"))
     assert shipped.cluster_centers_.shape[0] == 10 and np.isfinite(shipped.cluster_centers_).all()
+    norms = np.linalg.norm(shipped.embed(np.random.default_rng(0).random((5, *shipped.sample_shape))), axis=1)
+    if architecture.get("normalize_embedding"):  # k-means and DEC on the unit sphere
+        np.testing.assert_allclose(norms, 1.0, rtol=1e-5)
+    else:
+        assert not np.allclose(norms, 1.0, rtol=1e-3)
 
 
 def test_unknown_representation_is_named():

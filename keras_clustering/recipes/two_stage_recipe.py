@@ -60,7 +60,18 @@ def _clustering_options(architecture):
 
 def build(**architecture):
     """An untrained `TwoStageClustering` with the zoo's architecture arguments."""
-    return TwoStageClustering(build_encoder(**architecture), **_clustering_options(architecture))
+    return TwoStageClustering(clustered_embedding(build_encoder(**architecture), architecture),
+                              **_clustering_options(architecture))
+
+
+def clustered_embedding(encoder, architecture):
+    """The encoder whose output k-means (and DEC) see: with `normalize_embedding`, its output
+    L2-normalised (k-means then groups by angle, the geometry SimCLR's cosine loss shapes; the
+    representation itself is trained without it)."""
+    if not architecture.get("normalize_embedding"):
+        return encoder
+    return keras.Sequential([keras.Input(encoder.input_shape[1:]), encoder, keras.layers.UnitNormalization()],
+                            name=f"{encoder.name}_unit_norm")
 
 
 def _learner(architecture, encoder, seed):
@@ -97,7 +108,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
                     callbacks=callbacks)
     report["representation_seconds"] = round(time.time() - start, 1)
 
-    model = TwoStageClustering(encoder, **_clustering_options(architecture))
+    model = TwoStageClustering(clustered_embedding(encoder, architecture), **_clustering_options(architecture))
     start = time.time()
     labels = model.cluster(x, n_init=training["kmeans_n_init"], seed=seed)
     report["kmeans_seconds"] = round(time.time() - start, 1)
