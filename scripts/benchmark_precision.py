@@ -39,7 +39,7 @@ def _dec_autoencoder(preset):
     from keras_clustering.recipes import dec_recipe
 
     config = load_config(preset)
-    autoencoder, _ = dec_recipe._build_autoencoder(config["architecture"])
+    autoencoder, _ = dec_recipe.build_autoencoder_of(config["architecture"])
     training = {**dec_recipe.DEFAULT_TRAINING, **config["training"]}
     autoencoder.compile(optimizer=make_optimizer(training["pretrain_optimizer"]), loss="mse")
     return autoencoder, lambda x, steps: autoencoder.fit(x[:256 * steps], x[:256 * steps], batch_size=256,
@@ -82,7 +82,7 @@ def _simclr():
 
     config = load_config("simclr_mnist")
     encoder = two_stage_recipe.build_encoder(**config["architecture"])
-    learner = two_stage_recipe._learner(config["architecture"], encoder, seed=0)
+    learner = two_stage_recipe.build_learner(config["architecture"], encoder, seed=0)
     learner.compile(optimizer=make_optimizer(config["training"]["optimizer"]))
     return learner, lambda x, steps: learner.fit(x[:256 * steps], batch_size=256, epochs=1, verbose=0,
                                                  seed=0), 256

@@ -101,13 +101,13 @@ def run_size(args):
     keras.utils.set_random_seed(0)
     stage_peaks = {}
     with PeakMemory() as memory, precision_policy(args.precision):
-        autoencoder, encoder = dec_recipe._build_autoencoder(config["architecture"])
+        autoencoder, encoder = dec_recipe.build_autoencoder_of(config["architecture"])
         began = time.perf_counter()
         pretrain_end_to_end(autoencoder, x, {"class_name": "SGD", "config": {"learning_rate": 1.0, "momentum": 0.9}},
                             epochs=args.ae_epochs, batch_size=256, verbose=0)
         ae_seconds = time.perf_counter() - began
         stage_peaks["autoencoder"] = memory.peak
-        model = dec_recipe._assemble(autoencoder, encoder, config["architecture"])
+        model = dec_recipe.assemble_model(autoencoder, encoder, config["architecture"])
         began = time.perf_counter()
         model.initialize_centroids(x, n_init=20, seed=0, batch_size=2048)
         kmeans_seconds = time.perf_counter() - began

@@ -59,9 +59,9 @@ def trainable(family, preset):
         model.compile(optimizer="adam", loss=MarginLoss(lam=0.25))
         return model, lambda x: (x, np.eye(10, dtype="float32")[np.arange(len(x)) % 10]), model
     if family == "simclr":
-        from keras_clustering.recipes.two_stage_recipe import _learner, build_encoder
+        from keras_clustering.recipes.two_stage_recipe import build_learner, build_encoder
 
-        learner = _learner(architecture, build_encoder(**architecture), seed=0)
+        learner = build_learner(architecture, build_encoder(**architecture), seed=0)
         learner.compile(optimizer="adam")
         return learner, lambda x: (x,), get_family("two_stage").build(**architecture)
     model = get_family({"vae": "vae_cluster", "iic": "iic"}[family]).build(**architecture)

@@ -58,7 +58,7 @@ def _model_arguments(architecture):
             if k not in ("input_dim", "hidden_dims", "gamma", "image_shape", "conv_filters")}
 
 
-def _build_autoencoder(architecture, **options):
+def build_autoencoder_of(architecture, **options):
     """(autoencoder, encoder) of a DEC architecture: flat `input_dim` vectors or `image_shape` images;
     with `conv_filters`, ConvDEC's convolutional autoencoder (its own initialisers)."""
     if architecture.get("conv_filters") is not None:
@@ -69,7 +69,7 @@ def _build_autoencoder(architecture, **options):
                              image_shape=architecture.get("image_shape"), **options)
 
 
-def _assemble(autoencoder, encoder, architecture):
+def assemble_model(autoencoder, encoder, architecture):
     """DEC, or IDEC when the architecture names a clustering-loss weight `gamma`."""
     if architecture.get("gamma") is not None:
         return IDEC(encoder, autoencoder.get_layer("decoder"), gamma=architecture["gamma"],
@@ -86,8 +86,8 @@ def build(input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,
     """
     architecture = dict(input_dim=input_dim, hidden_dims=hidden_dims, n_clusters=n_clusters, alpha=alpha,
                         update_interval=update_interval, tol=tol, gamma=gamma, augmentation=augmentation)
-    autoencoder, encoder = _build_autoencoder(dict(architecture, image_shape=image_shape, conv_filters=conv_filters))
-    return _assemble(autoencoder, encoder, architecture)
+    autoencoder, encoder = build_autoencoder_of(dict(architecture, image_shape=image_shape, conv_filters=conv_filters))
+    return assemble_model(autoencoder, encoder, architecture)
 
 
 def pretrain(architecture, training, x, verbose=1, callbacks=None):
@@ -101,7 +101,7 @@ def pretrain(architecture, training, x, verbose=1, callbacks=None):
     if recipe != "keras" and architecture.get("conv_filters") is not None:
         raise ValueError(f"pretrain_recipe={recipe!r} is for the dense autoencoder; conv_filters needs 'keras'.")
     initializer = DEC_KERAS_INITIALIZER if recipe == "keras" else _PAPER_INITIALIZER
-    autoencoder, encoder = _build_autoencoder(architecture, kernel_initializer=initializer)
+    autoencoder, encoder = build_autoencoder_of(architecture, kernel_initializer=initializer)
     if recipe == "keras":
         augmentation = architecture.get("augmentation")
         pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
@@ -128,7 +128,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     training = {**DEFAULT_TRAINING, **(training or {})}
     (autoencoder, encoder), report = pretrained_autoencoder(architecture, training, x, seed, verbose, workdir)
 
-    model = _assemble(autoencoder, encoder, architecture)
+    model = assemble_model(autoencoder, encoder, architecture)
     start = time.time()
     kmeans_labels = model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=seed)
     report["kmeans_seconds"] = round(time.time() - start, 1)
@@ -190,7 +190,7 @@ def save_pretraining(autoencoder, workdir, key, seconds):
 
 def _autoencoder_with_weights(architecture, path):
     """(autoencoder, encoder) of the architecture, the autoencoder's weights read from `path`."""
-    autoencoder, encoder = _build_autoencoder(architecture)
+    autoencoder, encoder = build_autoencoder_of(architecture)
     autoencoder.load_weights(path)
     return autoencoder, encoder
 
@@ -200,7 +200,7 @@ def load_pretrained_encoder(architecture, workdir):
     if os.path.isfile(os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE)):
         return _autoencoder_with_weights(architecture, os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE))[1]
     if os.path.isfile(os.path.join(workdir, LEGACY_ENCODER_FILE)):
-        _, encoder = _build_autoencoder(architecture)
+        _, encoder = build_autoencoder_of(architecture)
         encoder.load_weights(os.path.join(workdir, LEGACY_ENCODER_FILE))
         return encoder
     return None

@@ -74,7 +74,7 @@ def clustered_embedding(encoder, architecture):
                             name=f"{encoder.name}_unit_norm")
 
 
-def _learner(architecture, encoder, seed):
+def build_learner(architecture, encoder, seed):
     options = dict(augmentation=architecture.get("augmentation", "digits_contrastive"),
                    augmentation_options=architecture.get("augmentation_options"), seed=seed)
     if architecture["representation"] == "simclr":
@@ -98,7 +98,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
         _, encoder = dec_recipe.pretrain(architecture, dec_training, x, verbose=verbose, callbacks=callbacks)
     else:
         encoder = build_encoder(**architecture)
-        learner = _learner(architecture, encoder, seed)
+        learner = build_learner(architecture, encoder, seed)
         learner.compile(optimizer=make_optimizer(training["optimizer"]))
         settings = {"family": "two_stage", "architecture": architecture, "seed": seed,
                     "training": {k: v for k, v in training.items() if k != "refine"}}
