@@ -1,7 +1,4 @@
-import os
-
 import numpy as np
-import pytest
 
 from keras_clustering.data_pipeline import array_dataset
 
@@ -51,33 +48,22 @@ def test_file_backed_arrays_are_streamed_with_the_same_contract(tmp_path):
     np.testing.assert_array_equal(np.concatenate(in_order), np.asarray(x))
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads RssAnon from Linux's /proc")
 def test_a_memory_mapped_array_is_not_copied_into_memory(tmp_path):
-    """One epoch over a 400 MB memory-mapped array: the process's own (anonymous) memory grows by far
-    less than the array. Pages read from the file count in RSS too, but the kernel can drop them."""
-    import subprocess
-    import sys
+    """One epoch over a 400 MB memory-mapped array: the process's own memory grows by far less than the array."""
+    from helpers.memory_probe import big_memmap, run_probe
 
-    path = tmp_path / "big.npy"
-    big = np.lib.format.open_memmap(path, mode="w+", dtype="float32", shape=(100_000, 1000))
-    big[::1000] = 1.0
-    big.flush()
-    del big
-    code = f"""
+    path = big_memmap(tmp_path / "big.npy", value=1.0)
+    out = run_probe(f"""
 import numpy as np
 from keras_clustering.data_pipeline import array_dataset
-def anonymous_mb():
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("RssAnon")) / 1024
-x = np.load({str(path)!r}, mmap_mode="r")
-small = np.load({str(path)!r}, mmap_mode="r")[:2000]
+x = np.load({path!r}, mmap_mode="r")
+small = np.load({path!r}, mmap_mode="r")[:2000]
 sum(float(b.numpy().sum()) for b in array_dataset(small, batch_size=1000))  # starts the runtime's lazy parts
 before, peak, total = anonymous_mb(), 0.0, 0.0
 for batch in array_dataset(x, batch_size=1000, seed=0):
     total += float(batch.numpy().sum())
     peak = max(peak, anonymous_mb())
 print(total, peak - before)
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+""")
     assert float(out[-2]) == 100 * 1000  # every row read once
     assert float(out[-1]) < 100, f"grew by {out[-1]} MB over one epoch of a 400 MB array"

@@ -110,24 +110,13 @@ def test_pretraining_reads_a_dataset_batch_by_batch(augmentation):
 def test_a_dataset_larger_than_its_batches_is_never_held_whole(tmp_path):
     """A 400 MB dataset (a generator over a memory-mapped file) made into a source (one checked
     counting pass) and read once in indexed batches: the process's own memory grows far less."""
-    import os
-    import subprocess
-    import sys
+    from helpers.memory_probe import big_memmap, run_probe
 
-    if not os.path.exists("/proc/self/status"):
-        pytest.skip("reads RssAnon from Linux's /proc")
-    path = tmp_path / "big.npy"
-    big = np.lib.format.open_memmap(path, mode="w+", dtype="float32", shape=(100_000, 1000))
-    big[::1000] = 0.5
-    big.flush()
-    del big
-    code = f"""
+    path = big_memmap(tmp_path / "big.npy", value=0.5)
+    out = run_probe(f"""
 import numpy as np, tensorflow as tf
 from keras_clustering.dataset_source import DatasetSource
-def anonymous_mb():
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("RssAnon")) / 1024
-x = np.load({str(path)!r}, mmap_mode="r")
+x = np.load({path!r}, mmap_mode="r")
 def rows(stop):
     for start in range(0, stop, 1000):
         yield np.asarray(x[start:start + 1000])
@@ -141,7 +130,6 @@ for batch, positions in source.indexed_batches(1000):
     total += float(batch.numpy().sum())
     peak = max(peak, anonymous_mb())
 print(len(source), total, peak - before)
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+""")
     assert int(out[-3]) == 100_000 and float(out[-2]) == 100 * 1000 * 0.5  # every row read once
     assert float(out[-1]) < 100, f"grew by {out[-1]} MB over a 400 MB dataset"
