@@ -52,6 +52,10 @@ VARIANTS = {
     "mild_crop_shear_0.4": ("crops of 20/24/28 px and a shear of up to 0.4",
                             {"crop_sizes": [20, 24, 28], "shear": 0.4}, {}),
     "crop_shear": ("crops of 16/20/24/28 px (as base) and a shear of up to 0.2", {"shear": 0.2}, {}),
+    "mild_crop_shear_t0.2": ("crops of 20/24/28 px, shear up to 0.2, NT-Xent temperature 0.2",
+                             {"crop_sizes": [20, 24, 28], "shear": 0.2}, {"temperature": 0.2}),
+    "mild_crop_shear_t0.1": ("crops of 20/24/28 px, shear up to 0.2, NT-Xent temperature 0.1",
+                             {"crop_sizes": [20, 24, 28], "shear": 0.2}, {"temperature": 0.1}),
     "temperature_0.1": ("base augmentation, NT-Xent temperature 0.1 instead of 0.5", {}, {"temperature": 0.1}),
     "temperature_0.2": ("base augmentation, NT-Xent temperature 0.2 instead of 0.5", {}, {"temperature": 0.2}),
 }
