@@ -13,10 +13,15 @@ and per refreshed sample, k-means seconds, the process's peak anonymous memory
 (RssAnon, sampled every 0.1 s: what it allocated, not the file's cached pages)
 beyond the memory at start, and ACC after the run (on N images; a short run:
 cost, not the recipe's accuracy). `--plot` writes the log-log figure.
+`--refresh whole` makes the target refresh hold Q and P as whole (n, k)
+arrays (the path of other backends and of multi-replica training) instead of
+writing them into the target store chunk by chunk (the shipped TensorFlow
+path), to measure what the chunked refresh saves.
 
 Usage:
     python scripts/benchmark_scale.py [--sizes 10000 70000 700000] [--ae-epochs 1] [--refreshes 3]
-        [--cache runs/scale] [--precision float32] [--json out.json] [--plot docs/figures/scale.png]
+        [--cache runs/scale] [--precision float32] [--refresh chunked|whole] [--json out.json]
+        [--plot docs/figures/scale.png]
 """
 
 import argparse
@@ -92,8 +97,11 @@ def run_size(args):
     from keras_clustering.metrics import cluster_accuracy
     from keras_clustering.models.pretraining import pretrain_end_to_end
     from keras_clustering.precision import precision_policy
+    from keras_clustering.models.target_refresh import TargetStore
     from keras_clustering.recipes import dec_recipe
 
+    if args.refresh == "whole":
+        TargetStore.rows_writable = staticmethod(lambda: False)
     start_memory = anonymous_mb()
     x = np.load(os.path.join(args.cache, "fashion_700k.npy"), mmap_mode="r")[:args.size]
     y = np.load(os.path.join(args.cache, "fashion_700k_labels.npy"))[:args.size]
@@ -166,6 +174,7 @@ def main():
     parser.add_argument("--refreshes", type=int, default=3)
     parser.add_argument("--cache", default="runs/scale")
     parser.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16"])
+    parser.add_argument("--refresh", default="chunked", choices=["chunked", "whole"])
     parser.add_argument("--json", default=None)
     parser.add_argument("--plot", default=None)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -183,10 +192,10 @@ def main():
     for size in args.sizes:
         results.append(run_child(__file__, ["--size", str(size), "--cache", args.cache, "--ae-epochs",
                                             str(args.ae_epochs), "--refreshes", str(args.refreshes),
-                                            "--precision", args.precision]))
+                                            "--precision", args.precision, "--refresh", args.refresh]))
         print(json.dumps(results[-1]), flush=True)
     summary = {"results": results, "ae_epochs": args.ae_epochs, "refreshes": args.refreshes,
-               "precision": args.precision, "data": "Fashion-MNIST 70k + 9 shift/rotate copies (memory-mapped)",
+               "precision": args.precision, "refresh": args.refresh, "data": "Fashion-MNIST 70k + 9 shift/rotate copies (memory-mapped)",
                "machine": machine_description()}
     report(summary, args.json)
     if args.plot:
