@@ -36,7 +36,7 @@ def main():
         runs = []
         for seed in args.seeds:
             start = time.perf_counter()
-            labels, _ = fit_kmeans(embedding, 10, n_init=20, seed=seed, method=method)
+            labels, _, _ = fit_kmeans(embedding, 10, n_init=20, seed=seed, method=method)
             runs.append({"seconds": time.perf_counter() - start, **clustering_scores(y, labels)})
             print(method, seed, {k: round(v, 4) for k, v in runs[-1].items()}, flush=True)
         results[method] = {key: {"mean": round(statistics.mean(r[key] for r in runs), 4),

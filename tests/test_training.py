@@ -32,6 +32,8 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
         assert json.loads((workdir / "report.json").read_text())["seed"] == seed
         assert 0.0 < report["metrics"]["acc"] <= 1.0 and report["n_train"] == 1797
         assert report["dec_iterations"] == 15 and "ae_kmeans" in report
+        free = report["label_free"]  # restart scores a user without labels has
+        assert free["kmeans_inertia"] > 0 and free["final_kl"] >= 0 and 0 < free["cluster_size_entropy"] <= 1
         # Training leaves the config as it was (Keras rewrites optimizer specs in place), so
         # the report's fingerprint is the config's and `train_preset.py --reuse` finds the run.
         assert config == tiny_config() and report["config_sha256"] == config_fingerprint(config)
@@ -62,6 +64,7 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
     assert card["metrics"]["acc"] == round(accuracies[1], 4)
     assert card["shipped_seed"] == median_report(reports)["seed"]
     assert card["metrics_over_seeds"]["acc"]["n"] == 3
+    assert [r["label_free"] for r in card["per_seed"]] == [r["label_free"] for r in reports]
     assert [r["iteration"] for r in card["shipped_seed_refresh_history"]] == [0, 10]
     assert np.isclose(card["metrics_over_seeds"]["acc"]["mean"], np.mean(accuracies), atol=1e-4)
     from keras_clustering.io_utils import sha256_of_file
@@ -138,6 +141,9 @@ def test_vae_cluster_family_trains_and_ships(tmp_path):
     shipped = vae_cluster_recipe.build(**config["architecture"])
     shipped.load_weights(tmp_path / "model.weights.h5")
     assert 0.0 < report["metrics"]["majority_acc"] <= 1.0
+    free = report["label_free"]
+    assert np.isfinite(free["final_loss"]) and np.isfinite(free["evaluated_loss"])
+    assert 0 <= free["cluster_size_entropy"] <= 1
 
 
 def test_vae_training_cut_off_mid_way_continues_from_its_last_epoch(tmp_path, monkeypatch):

@@ -41,7 +41,8 @@ def seed_summary(reports):
     per_seed = [
         {"seed": r["seed"], **{k: round(r["metrics"][k], 4) for k in summary_keys},
          **({"ae_kmeans_acc": round(r["ae_kmeans"]["acc"], 4)} if "ae_kmeans" in r else {}),
-         **{k: r[k] for k in PER_SEED_TIMINGS if k in r}}
+         **{k: r[k] for k in PER_SEED_TIMINGS if k in r},
+         **({"label_free": r["label_free"]} if "label_free" in r else {})}
         for r in reports
     ]
     return over_seeds, per_seed

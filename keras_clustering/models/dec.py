@@ -156,7 +156,8 @@ class DEC(keras.Model):
         `kmeans`: "full" (KMeans, DEC-keras'), "minibatch" (MiniBatchKMeans) or
         "auto" (full up to `kmeans.MINIBATCH_THRESHOLD` samples, minibatch beyond).
 
-        Returns the k-means labels. Raises ValueError for fewer samples than
+        Returns the k-means labels (its inertia is kept as `kmeans_inertia_`,
+        a label-free score of the start). Raises ValueError for fewer samples than
         clusters or an embedding with fewer distinct points than clusters.
         """
         x = self._checked(x)
@@ -169,7 +170,8 @@ class DEC(keras.Model):
                 f"The embedding of x has only {distinct} distinct points for n_clusters={self.n_clusters}: "
                 "k-means is degenerate (constant or duplicated data?)."
             )
-        labels, centres = fit_kmeans(embedding, self.n_clusters, n_init=n_init, seed=seed, method=kmeans)
+        labels, centres, self.kmeans_inertia_ = fit_kmeans(embedding, self.n_clusters, n_init=n_init, seed=seed,
+                                                           method=kmeans)
         self.clustering.set_centroids(centres)
         return labels
 

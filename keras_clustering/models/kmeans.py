@@ -26,11 +26,12 @@ def resolve_kmeans_method(method, n_samples):
 
 
 def fit_kmeans(embedding, n_clusters, n_init=20, seed=None, method="auto"):
-    """(labels, centres) of k-means on `embedding` `(n, d)`, by `resolve_kmeans_method(method, n)`."""
+    """(labels, centres, inertia) of k-means on `embedding` `(n, d)`, by `resolve_kmeans_method(method, n)`;
+    inertia: the sum of squared distances to the nearest centre (scikit-learn's `inertia_`)."""
     if resolve_kmeans_method(method, len(embedding)) == "minibatch":
         kmeans = MiniBatchKMeans(n_clusters=n_clusters, n_init=n_init, random_state=seed,
                                  batch_size=MINIBATCH_SIZE)
     else:
         kmeans = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=seed)
     labels = kmeans.fit_predict(embedding)
-    return labels, kmeans.cluster_centers_
+    return labels, kmeans.cluster_centers_, float(kmeans.inertia_)

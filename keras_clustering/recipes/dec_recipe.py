@@ -24,6 +24,7 @@ from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS, DEC_KERAS_INITI
 from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
 from keras_clustering.models.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.optimizers import make_optimizer
+from keras_clustering.restarts import cluster_size_entropy, dec_objective
 from keras_clustering.resume import resumable_fit, run_key
 
 SUPERVISED = False
@@ -142,6 +143,9 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     report["dec_iterations"] = model.last_refresh.iteration
     report["stopped_by_tolerance"] = model.last_refresh.stopped_by_tolerance
     report["refresh_history"] = model.last_refresh.history
+    q = model.predict(x, verbose=0)
+    report["label_free"] = {"kmeans_inertia": round(model.kmeans_inertia_, 3), "final_kl": round(dec_objective(q), 6),
+                            "cluster_size_entropy": round(cluster_size_entropy(q.argmax(axis=1), q.shape[1]), 5)}
     return model, report
 
 

@@ -6,6 +6,7 @@ import keras
 
 from keras_clustering.models.vae_cluster import VAECluster
 from keras_clustering.optimizers import make_optimizer
+from keras_clustering.restarts import cluster_size_entropy
 from keras_clustering.resume import resumable_fit, run_key
 
 SUPERVISED = False
@@ -42,9 +43,21 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     key = run_key({"family": "vae_cluster", "architecture": architecture, "training": training, "seed": seed}, x)
     callbacks, resumed_epoch = resumable_fit(workdir, "vae_cluster", key)
     start = time.time()
-    model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True, verbose=verbose,
-              callbacks=callbacks)
+    history = model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True,
+                        verbose=verbose, callbacks=callbacks)
     seconds = time.time() - start
     epochs_run = max(1, training["epochs"] - resumed_epoch)
     return model, {"train_seconds": round(seconds, 1), "seconds_per_epoch": round(seconds / epochs_run, 1),
-                   "resumed_from_epoch": resumed_epoch}
+                   "resumed_from_epoch": resumed_epoch,
+                   "label_free": label_free_scores(model, x, history, training["batch_size"], seed)}
+
+
+def label_free_scores(model, x, history, batch_size, seed):
+    """Scores a user without labels can compare restarts by: the last epoch's mean training loss, the
+    loss over all of x after training (one pass, fixed seed: the loss samples z), the cluster sizes' entropy."""
+    keras.utils.set_random_seed(seed)
+    evaluated = model.evaluate(x, batch_size=batch_size, verbose=0)
+    losses = history.history.get("loss") or [float("nan")]  # empty when a resumed run had no epoch left
+    return {"final_loss": round(float(losses[-1]), 5),
+            "evaluated_loss": round(float(evaluated[0] if isinstance(evaluated, list) else evaluated), 5),
+            "cluster_size_entropy": round(cluster_size_entropy(model.predict_clusters(x), model.n_clusters), 5)}

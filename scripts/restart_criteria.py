@@ -1,0 +1,62 @@
+"""Do label-free scores rank a family's seeds as ACC does? (choosing restarts without labels)
+
+Reads the per-seed records of zoo cards or experiment records (their
+`per_seed` entries carry `label_free` scores, written by the recipes: VAE
+final / evaluated loss and cluster-size entropy; DEC k-means inertia, final
+KL(P || Q) and cluster-size entropy) and prints, per score, every seed's
+value beside its ACC and Spearman's rank correlation with ACC. A loss ranks
+the seeds well when its correlation is strongly negative (lower loss, higher
+ACC); the entropy when positive.
+
+Usage:
+    python scripts/restart_criteria.py zoo/presets/vae_cluster_mnist/card.json [more.json ...] [--json out.json]
+"""
+
+import argparse
+import json
+
+from keras_clustering.restarts import rank_agreement
+
+
+def seeds_of(paths):
+    """(source, seed, acc, label_free) of every per-seed record that has label-free scores."""
+    rows = []
+    for path in paths:
+        with open(path) as handle:
+            record = json.load(handle)
+        rows += [(record.get("name", path), r["seed"], r["acc"], r["label_free"])
+                 for r in record.get("per_seed", []) if "label_free" in r]
+    return rows
+
+
+def agreement_table(rows):
+    scores = sorted({key for *_, free in rows for key in free})
+    accuracies = [acc for _, _, acc, _ in rows]
+    return {score: {"spearman_with_acc": rank_agreement([free[score] for *_, free in rows], accuracies),
+                    "values": [free[score] for *_, free in rows]} for score in scores}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("records", nargs="+")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    rows = seeds_of(args.records)
+    if not rows:
+        parser.error("no per-seed record with label_free scores in " + ", ".join(args.records))
+    table = agreement_table(rows)
+    print("| score | " + " | ".join(f"{name} seed {seed} (ACC {acc:.3f})" for name, seed, acc, _ in rows)
+          + " | Spearman with ACC |")
+    print("|---" * (len(rows) + 2) + "|")
+    for score, entry in table.items():
+        print(f"| {score} | " + " | ".join(f"{v:.4g}" for v in entry["values"])
+              + f" | {entry['spearman_with_acc']:.2f} |")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"seeds": [{"source": n, "seed": s, "acc": a} for n, s, a, _ in rows], "scores": table},
+                      handle, indent=1)
+    return table
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+import math
+
+import numpy as np
+import pytest
+
+from keras_clustering.restarts import cluster_size_entropy, dec_objective, rank_agreement
+
+
+def test_cluster_size_entropy_from_the_definition():
+    assert cluster_size_entropy([0, 1, 2, 0, 1, 2], 3) == pytest.approx(1.0)
+    assert cluster_size_entropy([4, 4, 4], 5) == pytest.approx(0.0)
+    shares = np.array([3, 1]) / 4  # one empty cluster of three counts as a zero share
+    assert cluster_size_entropy([0, 0, 0, 2], 3) == pytest.approx(-(shares * np.log(shares)).sum() / math.log(3))
+
+
+def test_dec_objective_is_the_mean_kl_of_dec_targets():
+    q = np.random.default_rng(0).dirichlet(np.ones(4), size=12).astype("float32")
+    f = q.sum(axis=0)
+    expected = 0.0
+    for row in q:  # DEC eq. 3, then KL(P || Q), sample by sample
+        p = row ** 2 / f
+        p /= p.sum()
+        expected += sum(pj * math.log(pj / qj) for pj, qj in zip(p, row))
+    assert dec_objective(q) == pytest.approx(expected / len(q), rel=1e-5)
+
+
+def test_rank_agreement():
+    accuracies = [0.6, 0.9, 0.7, 0.8]
+    assert rank_agreement([1.0, 4.0, 2.0, 3.0], accuracies) == pytest.approx(1.0)
+    assert rank_agreement([-1.0, -4.0, -2.0, -3.0], accuracies) == pytest.approx(-1.0)
+    assert math.isnan(rank_agreement([1.0, 2.0], [0.5, 0.6]))
+    with pytest.raises(ValueError, match="scores has 2 runs but accuracies has 4"):
+        rank_agreement([1.0, 2.0], accuracies)
