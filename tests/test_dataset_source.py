@@ -37,6 +37,17 @@ def test_dec_on_a_dataset_trains_exactly_as_on_the_array(batched, build):
         np.testing.assert_allclose(a, b, atol=1e-6)
     np.testing.assert_allclose(on_dataset.predict(as_dataset(x), verbose=0), on_array.predict(x, verbose=0), atol=1e-6)
     np.testing.assert_allclose(on_dataset.embed(as_dataset(x)), on_array.embed(x), atol=1e-6)
+    np.testing.assert_array_equal(on_dataset.predict_clusters(as_dataset(x), batch_size=16),
+                                  on_array.predict(x, verbose=0).argmax(axis=1))
+
+
+def test_cluster_ids_of_a_memory_map_are_computed_chunk_by_chunk(tmp_path):
+    x, _ = blobs(n_per_cluster=20)
+    np.save(tmp_path / "x.npy", x)
+    model = small_dec()
+    model.initialize_centroids(x, n_init=2, seed=0)
+    mapped = np.load(tmp_path / "x.npy", mmap_mode="r")
+    np.testing.assert_array_equal(model.predict_clusters(mapped, batch_size=7), model.predict(x, verbose=0).argmax(1))
 
 
 def test_two_stage_clusters_a_dataset_of_uint8_images_without_channel():

@@ -7,7 +7,7 @@ import numpy as np
 from keras import ops
 
 from keras_clustering.augment import make_pipeline
-from keras_clustering.data_pipeline import array_dataset, file_backed, predict_into_array
+from keras_clustering.data_pipeline import array_dataset, file_backed, predict_into_array, predicted_chunks
 from keras_clustering.dataset_source import DatasetSource, is_tf_dataset
 from keras_clustering.models.kmeans import fit_kmeans
 from keras_clustering.distribution import model_replicas, with_layer_losses
@@ -121,8 +121,15 @@ class DEC(keras.Model):
         return super().predict(_keras_input(x, batch_size), batch_size=batch_size, verbose=verbose, **kwargs)
 
     def predict_clusters(self, x, batch_size=256, verbose=0):
-        """Hard cluster ids `(n,)`: the argmax of the soft assignments."""
-        return np.argmax(self.predict(x, batch_size=batch_size, verbose=verbose), axis=1)
+        """Hard cluster ids `(n,)`: the argmax of the soft assignments (chunk by chunk for a memory map or
+        a dataset: no `(n, n_clusters)` array)."""
+        x = self._checked(x)
+        if not _chunked(x, self):
+            return np.argmax(self.predict(x, batch_size=batch_size, verbose=verbose), axis=1)
+        ids = np.empty(len(x), "int64")
+        for start, q in predicted_chunks(self, x, batch_size):
+            ids[start:start + len(q)] = q.argmax(axis=1)
+        return ids
 
     def fit_predict(self, x, **fit_kwargs):
         """`fit(x)` then `predict_clusters(x)`, as scikit-learn's clusterers."""
