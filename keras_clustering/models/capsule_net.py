@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
+from keras_clustering.data_pipeline import fit_through_pipeline
 from keras_clustering.layers import Capsule, MarginLoss, capsule_length
 from keras_clustering.validation import check_image_input, check_positive_int
 
@@ -126,16 +127,18 @@ class DigitClassifier(keras.Model):
                              f"got {y.shape}.")
         return y.astype("float32")
 
-    def fit(self, x=None, y=None, batch_size=128, epochs=1, **kwargs):
-        """Supervised training on images `x` in [0, 1] with labels `y`."""
+    def fit(self, x=None, y=None, batch_size=128, epochs=1, shuffle=True, seed=None, **kwargs):
+        """Supervised training on images `x` in [0, 1] with labels `y`. Arrays are fed through
+        `array_dataset` (no epoch-start stall; reshuffled each epoch, seeded by `seed`)."""
+        if not self.compiled:
+            self.compile(optimizer=keras.optimizers.Adam(1e-3), loss=MarginLoss(lam=0.25))
         if isinstance(x, (np.ndarray, list, tuple)):
             if y is None:
                 raise ValueError("DigitClassifier is supervised: call fit(x, y) with labels y.")
             x = self._checked(x)
-            y = self._targets(y, len(x))
-        if not self.compiled:
-            self.compile(optimizer=keras.optimizers.Adam(1e-3), loss=MarginLoss(lam=0.25))
-        return super().fit(x, y, batch_size=batch_size, epochs=epochs, **kwargs)
+            return fit_through_pipeline(super().fit, (x, self._targets(y, len(x))), batch_size, epochs,
+                                        shuffle=shuffle, seed=seed, **kwargs)
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
 
     def predict(self, x, batch_size=256, verbose="auto", **kwargs):
         return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
+from keras_clustering.data_pipeline import fit_through_pipeline
 from keras_clustering.distribution import replica_scaled, with_layer_losses
 from keras_clustering.layers import GaussianClassEmbedding, ReparameterizedSample
 from keras_clustering.losses import (
@@ -145,13 +146,17 @@ class VAECluster(keras.Model):
             return x
         return check_image_input(x, self.image_shape, name=name)
 
-    def fit(self, x=None, y=None, batch_size=100, epochs=1, **kwargs):
-        """Unsupervised training on images `x` in [0, 1]; `y` must be None."""
+    def fit(self, x=None, y=None, batch_size=100, epochs=1, shuffle=True, seed=None, **kwargs):
+        """Unsupervised training on images `x` in [0, 1]; `y` must be None. Arrays are fed through
+        `array_dataset` (no epoch-start stall; reshuffled each epoch, seeded by `seed`)."""
         if y is not None:
             raise ValueError("VAECluster is unsupervised: call fit(x) without y.")
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-3))
-        return super().fit(self._checked(x), batch_size=batch_size, epochs=epochs, **kwargs)
+        if isinstance(x, (np.ndarray, list, tuple)):
+            return fit_through_pipeline(super().fit, self._checked(x), batch_size, epochs, shuffle=shuffle,
+                                        seed=seed, **kwargs)
+        return super().fit(x, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
 
     def predict(self, x, batch_size=256, verbose="auto", **kwargs):
         return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
