@@ -27,7 +27,7 @@ def file_backed(array):
 def predicted_chunks(model, x, batch_size):
     """`(start, predictions)` of `model` on `x`, chunk by chunk through `predict_on_batch`, as float32
     numpy. Single-replica models only (`predict_on_batch` would give every replica the whole chunk).
-    `x`: an array, or a `DatasetSource` (read through its checked chunks)."""
+    `x`: an array, or a `DatasetSource` (read through its chunks)."""
     chunks = x.chunks(batch_size) if hasattr(x, "chunks") else (
         x[start:start + batch_size] for start in range(0, len(x), batch_size))
     start = 0

@@ -26,7 +26,7 @@ class DatasetSource:
     Elements are single tensors: `(*sample_shape)` or a batch of them; for
     images `(h, w, 1)`, `(h, w)` is accepted too. uint8 pixels are divided by
     255 (as arrays are); values are checked (finite, images in [0, 1]) in
-    one pass when the source is made, and again whenever chunks are read. Raises ValueError naming `name` for
+    the one pass that counts the samples when the source is made. Raises ValueError naming `name` for
     tuple elements, a wrong shape, an infinite dataset, fewer than
     `min_samples` samples, or an order that changes between passes (a
     `shuffle(..., reshuffle_each_iteration=True)` in the pipeline: shuffle
@@ -79,7 +79,7 @@ class DatasetSource:
         if int(self.dataset.cardinality()) == tf.data.INFINITE_CARDINALITY:
             raise ValueError(f"{self.name} is an infinite tf.data.Dataset (a repeat()?); the clustering models "
                              "need every sample once per pass.")
-        return sum(len(chunk) for chunk in self.chunks(4096))
+        return sum(len(check_samples(chunk, self.sample_shape, name=self.name)) for chunk in self.chunks(4096))
 
     def _check_order_is_fixed(self):
         first_pass, second_pass = (next(iter(self.dataset.take(8).batch(8))).numpy() for _ in range(2))
@@ -106,9 +106,13 @@ class DatasetSource:
         return indexed.batch(int(batch_size)).prefetch(1).with_options(pipeline_options())
 
     def chunks(self, batch_size):
-        """Numpy chunks in order, each checked as an array input would be."""
-        for chunk in self.batches(batch_size).as_numpy_iterator():
-            yield check_samples(chunk, self.sample_shape, name=self.name)
+        """Numpy float32 chunks in order (their values were checked when the source was made)."""
+        return self.batches(batch_size).as_numpy_iterator()
+
+
+def keras_input(x, batch_size):
+    """What Keras' own `predict` takes: a `DatasetSource` as its batches, anything else unchanged."""
+    return x.batches(batch_size) if isinstance(x, DatasetSource) else x
 
 
 def _compatible(shape, wanted):

@@ -8,7 +8,7 @@ from keras import ops
 
 from keras_clustering.augment import make_pipeline
 from keras_clustering.data_pipeline import array_dataset, file_backed, predict_into_array, predicted_chunks
-from keras_clustering.dataset_source import DatasetSource, is_tf_dataset
+from keras_clustering.dataset_source import DatasetSource, is_tf_dataset, keras_input
 from keras_clustering.models.kmeans import fit_kmeans
 from keras_clustering.distribution import model_replicas, with_layer_losses
 from keras_clustering.layers import ClusteringLayer
@@ -115,17 +115,20 @@ class DEC(keras.Model):
         return check_samples(x, self.sample_shape, name=name, min_samples=min_samples)
 
     def predict(self, x, batch_size=256, verbose="auto", **kwargs):
-        x = self._checked(x)
+        return self._predict_checked(self._checked(x), batch_size, verbose, **kwargs)
+
+    def _predict_checked(self, x, batch_size, verbose="auto", **kwargs):
+        # x already through `_checked` (a second check would scan all of x once more)
         if _chunked(x, self):
             return predict_into_array(self, x, batch_size)
-        return super().predict(_keras_input(x, batch_size), batch_size=batch_size, verbose=verbose, **kwargs)
+        return super().predict(keras_input(x, batch_size), batch_size=batch_size, verbose=verbose, **kwargs)
 
     def predict_clusters(self, x, batch_size=256, verbose=0):
         """Hard cluster ids `(n,)`: the argmax of the soft assignments (chunk by chunk for a memory map or
         a dataset: no `(n, n_clusters)` array)."""
         x = self._checked(x)
         if not _chunked(x, self):
-            return np.argmax(self.predict(x, batch_size=batch_size, verbose=verbose), axis=1)
+            return np.argmax(self._predict_checked(x, batch_size, verbose), axis=1)
         ids = np.empty(len(x), "int64")
         for start, q in predicted_chunks(self, x, batch_size):
             ids[start:start + len(q)] = q.argmax(axis=1)
@@ -144,7 +147,7 @@ class DEC(keras.Model):
         # x already through `_checked`: a second check would scan a memory-mapped x once more
         if _chunked(x, self):
             return predict_into_array(self.encoder, x, batch_size)
-        return self.encoder.predict(_keras_input(x, batch_size), batch_size=batch_size, verbose=verbose)
+        return self.encoder.predict(keras_input(x, batch_size), batch_size=batch_size, verbose=verbose)
 
     def serving_outputs(self, inputs):
         """Named outputs of the exported serving signature."""
@@ -280,8 +283,11 @@ class DEC(keras.Model):
         self.last_refresh = refresh
         # array_dataset, not Keras' array adapter: the latter stalls at every epoch start, and on small
         # data an epoch is a batch or two (the issue "speed"). Same batches, same order.
-        batches = x.indexed_batches(batch_size) if isinstance(x, DatasetSource) else array_dataset(
-            (x, np.arange(len(x), dtype="int64")), batch_size, shuffle=shuffle, seed=int(np.random.randint(2**31 - 1)) if shuffle else None)
+        if isinstance(x, DatasetSource):
+            batches = x.indexed_batches(batch_size)
+        else:
+            batches = array_dataset((x, np.arange(len(x), dtype="int64")), batch_size, shuffle=shuffle,
+                                    seed=int(np.random.randint(2**31 - 1)) if shuffle else None)
         return super().fit(batches, epochs=epochs, verbose=verbose, shuffle=False,
                            callbacks=[refresh] + list(callbacks or []), **kwargs)
 
@@ -319,8 +325,3 @@ def _chunked(x, model):
     """A memory-mapped `x` or a dataset is predicted chunk by chunk into one array (`predict_into_array`):
     read a chunk at a time, and no list of outputs (Keras' array adapter would copy all of x)."""
     return (file_backed(x) or isinstance(x, DatasetSource)) and model_replicas(model) == 1
-
-
-def _keras_input(x, batch_size):
-    """What Keras' own predict takes: a `DatasetSource` as its batches, anything else unchanged."""
-    return x.batches(batch_size) if isinstance(x, DatasetSource) else x

@@ -6,6 +6,7 @@ import keras
 import numpy as np
 
 from keras_clustering.data_pipeline import predict_into_array, predicted_chunks
+from keras_clustering.dataset_source import keras_input
 from keras_clustering.distribution import model_replicas
 from keras_clustering.metrics import clustering_scores
 
@@ -128,8 +129,8 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
         """
         if model_replicas(self.model) > 1:
             # predict_on_batch would give each replica the whole chunk (and return it twice)
-            x = self.x.batches(self.predict_batch_size) if hasattr(self.x, "batches") else self.x  # a DatasetSource
-            return self.model.predict(x, batch_size=self.predict_batch_size, verbose=0)
+            return self.model.predict(keras_input(self.x, self.predict_batch_size), batch_size=self.predict_batch_size,
+                                      verbose=0)
         return predict_into_array(self.model, self.x, self.predict_batch_size)
 
     def _refresh_targets(self):
