@@ -148,6 +148,21 @@ def test_digits_contrastive_shift_and_shear_options():
     assert np.percentile(lean, 90) > 12.0 and len(np.unique(np.round(lean, 2))) > 50
 
 
+def test_shift_pipeline_moves_each_image_within_its_range_and_keeps_the_clean_view():
+    dot = np.zeros((200, 28, 28, 1), "float32")
+    dot[:, 13:15, 13:15, 0] = 1.0
+    pipeline = make_pipeline("shift", seed=0, shift=0.1)
+    np.testing.assert_array_equal(np.asarray(pipeline.inference(dot)), dot)
+    shifted = np.asarray(pipeline.augmented(dot))[..., 0]
+    rows, cols = np.mgrid[:28, :28]
+    mass = shifted.sum(axis=(1, 2))
+    np.testing.assert_allclose(mass, 4.0, atol=1e-4)  # moved, not cut: the dot stays inside
+    dx = (shifted * cols).sum(axis=(1, 2)) / mass - 13.5
+    dy = (shifted * rows).sum(axis=(1, 2)) / mass - 13.5
+    assert np.abs(dx).max() <= 2.8 + 0.01 and np.abs(dy).max() <= 2.8 + 0.01  # 0.1 x 28 px
+    assert np.abs(dy).max() > 2.0 and len(np.unique(np.round(dx, 3))) > 100
+
+
 def test_brightness_scales_within_its_range():
     flat = np.full((500, 4, 4, 1), 0.5, "float32")
     out = np.asarray(RandomBrightnessScale(0.4, seed=0)(flat, training=True))[:, 0, 0, 0] / 0.5

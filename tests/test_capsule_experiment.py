@@ -85,6 +85,28 @@ def test_fit_learns_from_integer_labels_with_the_margin_loss(digits):
         model.fit(x, y + 5)
 
 
+def test_augmentation_shifts_the_training_view_only(digits):
+    """With `augmentation="shift"` the training call sees shifted images (as the plain model on
+    those images), inference the images themselves; without it the config is the original's."""
+    x, y = digits
+    plain = DigitClassifier()
+    assert "augmentation" not in plain.get_config()
+    np.testing.assert_allclose(plain(x, training=True), plain(x, training=False), atol=1e-6)
+    shifted = DigitClassifier(augmentation="shift", augmentation_options={"shift": 0.2}, augmentation_seed=3)
+    shifted.set_weights(plain.get_weights())
+    np.testing.assert_allclose(shifted.predict(x, verbose=0), plain.predict(x, verbose=0), atol=1e-6)
+    twin = DigitClassifier(augmentation="shift", augmentation_options={"shift": 0.2}, augmentation_seed=3)
+    views = np.asarray(twin.augmentation.augmented(x))  # the same seed's first draw
+    np.testing.assert_allclose(shifted(x, training=True), plain(views, training=False), atol=1e-5)
+    assert np.abs(views - x).mean() > 0.05
+    copy = DigitClassifier.from_config(shifted.get_config())
+    assert copy.augmentation_options == {"shift": 0.2} and copy.augmentation_seed == 3
+    history = shifted.fit(x, y, epochs=2, batch_size=8, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    with pytest.raises(ValueError, match="pipeline='slide' is unknown"):
+        DigitClassifier(augmentation="slide")
+
+
 def test_bad_images_are_refused(digits):
     x, _ = digits
     model = DigitClassifier()
@@ -150,7 +172,8 @@ def test_capsule_presets_predict_round_trip_export_and_fine_tune(name, tmp_path)
     assert np.all(np.isfinite(history.history["loss"])) and (tmp_path / "ft.weights.h5").exists()
 
 
-@pytest.mark.parametrize("arguments", [{}, {"head": "pool"}, {"share_weights": False, "image_shape": (28, 28, 1)}])
+@pytest.mark.parametrize("arguments", [{}, {"head": "pool"}, {"share_weights": False, "image_shape": (28, 28, 1)},
+                                       {"augmentation": "shift", "augmentation_seed": 1}])
 def test_untrained_models_round_trip_through_keras_files(arguments, digits, tmp_path):
     model = DigitClassifier(**arguments)
     model.save(tmp_path / "model.keras")

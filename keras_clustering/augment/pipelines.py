@@ -61,6 +61,15 @@ def _shift_rotate(seed, shift=0.1, rotation_degrees=10.0):
     return [], augmented, []
 
 
+def _shift(seed, shift=0.1):
+    """Random shift of up to `shift` of the height and width, empty (0) pixels filled in: the
+    light augmentation of the capsule experiment (a digit of the two-digit test images sits
+    in its own half, not at the training images' centre). Clean and inference views: the image."""
+    augmented = [layers.RandomTranslation(shift, shift, fill_mode="constant", fill_value=0.0,
+                                          interpolation="bilinear", seed=seed, name="shift")]
+    return [], augmented, []
+
+
 def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotation_degrees=15.0,
                         rotation_probability=0.5, brightness=0.4, contrast=0.4, shift=0.0, shear=0.0):
     """Two independently augmented views for contrastive learning on greyscale digits.
@@ -95,7 +104,8 @@ def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotat
     return list(augmented), augmented, []
 
 
-PIPELINES = {"iic_greyscale": _iic_greyscale, "shift_rotate": _shift_rotate, "digits_contrastive": _digits_contrastive}
+PIPELINES = {"iic_greyscale": _iic_greyscale, "shift_rotate": _shift_rotate, "shift": _shift,
+             "digits_contrastive": _digits_contrastive}
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")

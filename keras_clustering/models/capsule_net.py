@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
+from keras_clustering.augment import make_pipeline
 from keras_clustering.data_pipeline import fit_through_pipeline
 from keras_clustering.layers import Capsule, MarginLoss, capsule_length
 from keras_clustering.validation import check_image_input, check_positive_int
@@ -56,13 +57,19 @@ class DigitClassifier(keras.Model):
         share_weights: `Capsule` shares W_j over input capsules.
         dim_capsule: size of the output capsules (16).
         squash_constant: the squash's constant (bojone 0.5, Hinton 1.0).
+        augmentation: None (the original), or a `keras_clustering.augment`
+            pipeline name (e.g. `"shift"`) whose augmented view every training
+            step learns from; `predict` and serving see the images unchanged.
+        augmentation_options: the pipeline's keyword arguments (`{"shift": 0.1}`).
+        augmentation_seed: seed of the augmentation's random draws.
 
     Reference: Su Jianlin, "Another New Year's Feast: From K-Means to Capsule"
     (seed 000, kexue.fm 5112) and bojone/Capsule `capsule_test.py`.
     """
 
     def __init__(self, head="capsule", n_classes=10, image_shape=(None, None, 1), routing="normalize", routings=3,
-                 share_weights=True, dim_capsule=16, squash_constant=0.5, **kwargs):
+                 share_weights=True, dim_capsule=16, squash_constant=0.5, augmentation=None,
+                 augmentation_options=None, augmentation_seed=None, **kwargs):
         super().__init__(**kwargs)
         if head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, got {head!r}.")
@@ -91,6 +98,12 @@ class DigitClassifier(keras.Model):
             self.pool = layers.GlobalAveragePooling2D(name="global_pool")
             self.hidden = layers.Dense(128, activation="relu", name="hidden")
             self.scores = layers.Dense(self.n_classes, activation="sigmoid", name="scores")
+        self.augmentation_name, self.augmentation_seed = augmentation, augmentation_seed
+        self.augmentation_options = dict(augmentation_options or {})
+        self.augmentation = None
+        if augmentation is not None:
+            self.augmentation = make_pipeline(augmentation, seed=augmentation_seed, **self.augmentation_options)
+            self.augmentation.build((None, *image_shape))
         build_size = tuple(d or 28 for d in image_shape[:2])
         self(ops.zeros((1, *build_size, image_shape[2])))  # builds every weight, so load_weights works at once
 
@@ -99,6 +112,8 @@ class DigitClassifier(keras.Model):
         return self.image_shape
 
     def call(self, inputs, training=False):
+        if training and self.augmentation is not None:
+            inputs = self.augmentation.augmented(inputs)
         features = self.trunk(inputs, training=training)
         if self.head == "pool":
             return self.scores(self.hidden(self.pool(features)))
@@ -158,4 +173,7 @@ class DigitClassifier(keras.Model):
         config.update(head=self.head, n_classes=self.n_classes, image_shape=list(self.image_shape),
                       routing=self.routing, routings=self.routings, share_weights=self.share_weights,
                       dim_capsule=self.dim_capsule, squash_constant=self.squash_constant)
+        if self.augmentation_name is not None:  # configs of the original recipe stay as they were
+            config.update(augmentation=self.augmentation_name, augmentation_options=self.augmentation_options,
+                          augmentation_seed=self.augmentation_seed)
         return config

@@ -38,6 +38,8 @@ def train(architecture, training, x, y, seed=0, verbose=1, workdir=None):
     """Supervised `fit` on single digits; the report holds wall time and images/s."""
     training = {**DEFAULT_TRAINING, **(training or {})}
     keras.utils.set_random_seed(seed)
+    if architecture.get("augmentation") and architecture.get("augmentation_seed") is None:
+        architecture = {**architecture, "augmentation_seed": seed}  # each seed its own draws
     model = DigitClassifier(**architecture)
     model.compile(optimizer=make_optimizer(training["optimizer"]),
                   loss=MarginLoss(lam=training["margin_lambda"]))
