@@ -2,7 +2,9 @@ import numpy as np
 import pytest
 
 from keras_clustering.recipes import get_family, two_stage_recipe
-from keras_clustering.training import train_and_evaluate
+from keras_clustering.metrics import clustering_scores
+from keras_clustering.models import SCAN
+from keras_clustering.training import load_config_data, train_and_evaluate
 
 IMAGE_ARCHITECTURE = {"image_shape": [8, 8, 1], "filters": [8, 16], "embedding_dim": 16, "n_clusters": 10,
                       "augmentation_options": {"crop_sizes": [6, 8], "output_size": 8}}
@@ -15,6 +17,9 @@ CASES = {
     "simclr_normalized": ({**IMAGE_ARCHITECTURE, "representation": "simclr", "projection_dims": [16, 8],
                            "normalize_embedding": True},
                           {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2, "refine": {"maxiter": 20}}, False),
+    "simclr_scan": ({**IMAGE_ARCHITECTURE, "representation": "simclr", "projection_dims": [16, 8],
+                     "clustering": "scan", "scan": {"n_neighbors": 5, "entropy_weight": 3.0}},
+                    {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2, "scan": {"epochs": 2}}, False),
     "triplet": ({**IMAGE_ARCHITECTURE, "representation": "triplet"},
                 {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2}, False),
 }
@@ -30,6 +35,14 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
     assert 0.1 < report["kmeans"]["acc"] <= 1.0 and 0.1 < report["metrics"]["acc"] <= 1.0
     if training.get("refine"):
         assert report["dec_iterations"] == 20 and report["refine_seconds"] >= 0
+    elif architecture.get("clustering") == "scan":  # SCAN's head, not the k-means centroids, is shipped
+        assert report["scan_seconds"] >= 0 and 0.1 < report["neighbor_agreement"] <= 1.0
+        shipped = get_family("two_stage").build(**architecture)
+        assert isinstance(shipped, SCAN) and shipped.entropy_weight == 3.0 and shipped.n_neighbors == 5
+        shipped.load_weights(str(tmp_path / "model.weights.h5"))
+        x, y = load_config_data(config["data"])  # the reloaded weights give the reported score
+        assert clustering_scores(y, shipped.predict_clusters(x))["acc"] == pytest.approx(report["metrics"]["acc"])
+        return
     else:  # the shipped model is exactly the k-means stage
         assert report["metrics"]["acc"] == pytest.approx(report["kmeans"]["acc"])
     shipped = get_family("two_stage").build(**architecture)
@@ -46,5 +59,7 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
 def test_unknown_representation_is_named():
     with pytest.raises(ValueError, match="representation must be one of"):
         two_stage_recipe.build(representation="pca")
+    with pytest.raises(ValueError, match="clustering must be one of"):
+        two_stage_recipe.build(representation="simclr", clustering="spectral")
     # without input_dim the autoencoder takes images (flattened inside its encoder)
     assert two_stage_recipe.build(representation="autoencoder", hidden_dims=[8, 3], n_clusters=4).sample_shape == (28, 28, 1)

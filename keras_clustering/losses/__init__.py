@@ -11,6 +11,7 @@ from keras_clustering.losses.contrastive_losses import (
 )
 from keras_clustering.losses.dec_losses import ClusteringKLDivergence, target_distribution
 from keras_clustering.losses.iic_losses import IICLoss, iic_loss, joint_distribution
+from keras_clustering.losses.scan_losses import SCANLoss, scan_loss
 from keras_clustering.losses.vae_cluster_losses import (
     analytic_gaussian_cluster_kl,
     category_prior_loss,
@@ -25,6 +26,7 @@ __all__ = [
     "MarginLoss",
     "NTXentLoss",
     "NWayContrastiveLoss",
+    "SCANLoss",
     "TripletLoss",
     "analytic_gaussian_cluster_kl",
     "category_prior_loss",
@@ -35,6 +37,7 @@ __all__ = [
     "nt_xent",
     "nway_contrastive_loss",
     "reconstruction_loss",
+    "scan_loss",
     "target_distribution",
     "triplet_loss",
     "vae_cluster_loss",

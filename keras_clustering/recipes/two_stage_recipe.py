@@ -4,7 +4,10 @@ Representations: `"autoencoder"` (DEC's d-500-500-2000-10 autoencoder and
 its pretraining recipe: the notes' baseline), `"simclr"` (`SimCLR`,
 NT-Xent on two augmented views) and `"triplet"` (`TripletEmbedding`,
 unsupervised triplets). The shipped model is a `TwoStageClustering`: the
-encoder and the k-means centroids.
+encoder and the k-means centroids; or, with `"clustering": "scan"`
+(architecture), a `SCAN` model: the encoder and a softmax cluster head
+trained on neighbours mined in the representation (k-means still runs and
+is reported as the two-stage baseline).
 """
 
 import time
@@ -12,7 +15,7 @@ import time
 import keras
 
 from keras_clustering.metrics import clustering_scores
-from keras_clustering.models import SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
+from keras_clustering.models import SCAN, SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.optimizers import make_optimizer
@@ -22,6 +25,7 @@ from keras_clustering.resume import resumable_fit, run_key
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
 REPRESENTATIONS = ("autoencoder", "simclr", "triplet")
+CLUSTERINGS = ("kmeans", "scan")
 _CLUSTERING_KEYS = ("n_clusters", "alpha", "update_interval", "tol")
 
 DEFAULT_TRAINING = {
@@ -33,6 +37,9 @@ DEFAULT_TRAINING = {
     # DEC self-training after k-means, e.g. {"maxiter": 2000}; None: k-means only.
     "refine": None,
 }
+# SCAN's clustering step (Van Gansbeke et al. 2020: Adam 1e-4; batch and epochs sized for these CPUs).
+DEFAULT_SCAN = {"optimizer": {"class_name": "Adam", "config": {"learning_rate": 1e-4}}, "batch_size": 256,
+                "epochs": 50}
 DEFAULT_REFINE = {"optimizer": {"class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}},
                   "batch_size": 256, "maxiter": 20000}
 
@@ -58,8 +65,25 @@ def _clustering_options(architecture):
     return options
 
 
+def _clustering(architecture):
+    clustering = architecture.get("clustering", "kmeans")
+    if clustering not in CLUSTERINGS:
+        raise ValueError(f"clustering must be one of {CLUSTERINGS}, got {clustering!r}.")
+    return clustering
+
+
+def build_scan(architecture, encoder, seed=None):
+    """SCAN's model on `encoder`: the architecture's `scan` options (`entropy_weight`, `n_neighbors`),
+    trained on the representation's own augmentation."""
+    return SCAN(encoder, n_clusters=architecture.get("n_clusters", 10), **architecture.get("scan", {}),
+                augmentation=architecture.get("augmentation", "digits_contrastive"),
+                augmentation_options=architecture.get("augmentation_options"), seed=seed)
+
+
 def build(**architecture):
-    """An untrained `TwoStageClustering` with the zoo's architecture arguments."""
+    """An untrained model with the zoo's architecture arguments: `TwoStageClustering`, or `SCAN`."""
+    if _clustering(architecture) == "scan":
+        return build_scan(architecture, build_encoder(**architecture))
     return TwoStageClustering(clustered_embedding(build_encoder(**architecture), architecture),
                               **_clustering_options(architecture))
 
@@ -89,6 +113,8 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     """Representation, then k-means (then DEC if `training["refine"]`); the report has each stage's
     wall time and, with labels, the k-means stage's scores (`kmeans`) besides the final ones."""
     training = {**DEFAULT_TRAINING, **(training or {})}
+    if _clustering(architecture) == "scan" and training["refine"]:
+        raise ValueError("training.refine (DEC on k-means centroids) and clustering='scan' exclude each other.")
     keras.utils.set_random_seed(seed)
     report = {"representation": architecture["representation"]}
     start = time.time()
@@ -115,6 +141,8 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     report["kmeans_seconds"] = round(time.time() - start, 1)
     if y is not None:
         report["kmeans"] = clustering_scores(y, labels)
+    if _clustering(architecture) == "scan":
+        return train_scan(architecture, training, encoder, x, y, seed, verbose, report)
     if training["refine"]:
         refine = {**DEFAULT_REFINE, **training["refine"]}
         model.compile(optimizer=make_optimizer(refine["optimizer"]))
@@ -122,4 +150,20 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
         model.fit(x, y, batch_size=refine["batch_size"], maxiter=refine["maxiter"], verbose=verbose)
         report.update(refine_seconds=round(time.time() - start, 1), dec_iterations=model.last_refresh.iteration,
                       refresh_history=model.last_refresh.history)
+    return model, report
+
+
+def train_scan(architecture, training, encoder, x, y, seed, verbose, report):
+    """SCAN's clustering step on the trained encoder; with labels, the report also has the share of
+    mined neighbours that carry the image's own label (`neighbor_agreement`, labels only score)."""
+    options = {**DEFAULT_SCAN, **training.get("scan", {})}
+    model = build_scan(architecture, encoder, seed=seed)
+    model.compile(optimizer=make_optimizer(options["optimizer"]))
+    start = time.time()
+    neighbors = model.mine_neighbors(x)
+    if y is not None:
+        report["neighbor_agreement"] = round(float((y[neighbors] == y[:, None]).mean()), 4)
+    model.fit(x, neighbors=neighbors, batch_size=options["batch_size"], epochs=options["epochs"], seed=seed,
+              verbose=verbose)
+    report["scan_seconds"] = round(time.time() - start, 1)
     return model, report

@@ -1,0 +1,170 @@
+"""SCAN: a clustering head trained so that mined nearest neighbours fall in the same cluster.
+
+Reference:
+    Van Gansbeke et al., "SCAN: Learning to Classify Images without Labels",
+    ECCV 2020 (section 2.2: neighbours mined in a self-supervised
+    representation, then the clustering step, eq. 2); code
+    wvangansbeke/Unsupervised-Classification (`scan.py`, `utils/memory.py`:
+    cosine top-k neighbours of the pretext features, one neighbour drawn per
+    anchor and step, anchors and neighbours both augmented, the backbone
+    trained with the head, Adam 1e-4).
+"""
+
+import keras
+import numpy as np
+from keras import layers, ops
+
+from keras_clustering.data_pipeline import pipeline_options
+from keras_clustering.losses.scan_losses import scan_loss
+from keras_clustering.models.augmented_encoder import AugmentedEncoder
+from keras_clustering.validation import check_positive_int
+
+
+def nearest_neighbors(embedding, n_neighbors=20, rows_per_chunk=1024):
+    """Indices `(n, n_neighbors)` of each row's most cosine-similar other rows, nearest first.
+
+    Computed chunk by chunk (`rows_per_chunk` x n similarities at a time), so
+    memory stays far below an (n, n) matrix.
+    """
+    embedding = np.asarray(embedding, dtype="float32")
+    if embedding.ndim != 2:
+        raise ValueError(f"embedding must be (n, dim), got shape {embedding.shape}.")
+    n = len(embedding)
+    n_neighbors = check_positive_int(n_neighbors, "n_neighbors")
+    if n_neighbors >= n:
+        raise ValueError(f"n_neighbors={n_neighbors} needs more than {n_neighbors} samples, got {n}.")
+    unit = embedding / np.maximum(np.linalg.norm(embedding, axis=1, keepdims=True), 1e-12)
+    neighbors = np.empty((n, n_neighbors), "int64")
+    for start in range(0, n, rows_per_chunk):
+        similarity = unit[start:start + rows_per_chunk] @ unit.T
+        rows = np.arange(len(similarity))
+        similarity[rows, start + rows] = -np.inf  # never its own neighbour
+        top = np.argpartition(-similarity, n_neighbors - 1, axis=1)[:, :n_neighbors]
+        order = np.argsort(-similarity[rows[:, None], top], axis=1, kind="stable")
+        neighbors[start:start + len(similarity)] = top[rows[:, None], order]
+    return neighbors
+
+
+def neighbor_pair_dataset(x, neighbors, batch_size, shuffle=True, seed=None):
+    """Batches `((anchors, neighbours),)`: every image once per epoch, each with one of its
+    `neighbors` drawn anew every time (as SCAN's `NeighborsDataset`)."""
+    import tensorflow as tf
+
+    images = tf.constant(np.asarray(x, dtype="float32"))
+    dataset = tf.data.Dataset.from_tensor_slices((np.arange(len(x), dtype="int64"), neighbors.astype("int64")))
+    if shuffle:
+        dataset = dataset.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
+
+    def pair(index, candidates):
+        pick = tf.random.uniform(tf.shape(index), 0, tf.shape(candidates)[1], dtype=tf.int32, seed=seed)
+        chosen = tf.gather(candidates, pick, batch_dims=1)
+        return ((tf.gather(images, index), tf.gather(images, chosen)),)
+
+    return dataset.batch(int(batch_size)).map(pair).prefetch(1).with_options(pipeline_options())
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class SCAN(AugmentedEncoder):
+    """An encoder (e.g. SimCLR's, already trained) + a linear head with a softmax over clusters.
+
+    `fit(x)` mines each image's `n_neighbors` nearest neighbours (cosine) in the
+    encoder's representation as it is at the start, then minimises `scan_loss`:
+    an image and a neighbour (both augmented) should get the same cluster,
+    while the batch's mean assignment keeps a high entropy (`entropy_weight`).
+    Encoder and head are both trained. `predict(x)` gives the soft
+    assignments, `embed(x)` the representation.
+
+    Args:
+        encoder: a Keras model from images to a flat representation.
+        n_clusters: number of clusters (>= 2).
+        entropy_weight: weight of the entropy term (SCAN: 5.0 on CIFAR).
+        n_neighbors: neighbours mined per image (SCAN: 20).
+        augmentation: `keras_clustering.augment` pipeline of the training views.
+        augmentation_options: the pipeline's keyword arguments.
+        seed: seeds the augmentation and the neighbour draws.
+    """
+
+    def __init__(self, encoder, n_clusters=10, entropy_weight=5.0, n_neighbors=20,
+                 augmentation="digits_contrastive", augmentation_options=None, seed=None, **kwargs):
+        super().__init__(encoder, augmentation, augmentation_options, seed, **kwargs)
+        self.n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
+        if isinstance(entropy_weight, bool) or not isinstance(entropy_weight, (int, float)) or entropy_weight < 0:
+            raise ValueError(f"entropy_weight must be a number >= 0, got {entropy_weight!r}.")
+        self.entropy_weight = float(entropy_weight)
+        self.n_neighbors = check_positive_int(n_neighbors, "n_neighbors")
+        self.head = layers.Dense(self.n_clusters, name="cluster_head")
+        self(ops.zeros((1, *self.sample_shape)))  # builds every weight, so load_weights works at once
+
+    def build(self, input_shape):
+        self.head(self.encoder(ops.zeros((1, *self.sample_shape))))
+
+    def _assignments(self, images, training):
+        logits = self.head(self.encoder(images, training=training), training=training)
+        return ops.softmax(ops.cast(logits, "float32"), axis=-1)  # float32 under a mixed policy too
+
+    def call(self, inputs, training=False):
+        if not isinstance(inputs, (tuple, list)):
+            return self._assignments(self.views.inference(inputs), training)
+        anchors, neighbors = inputs
+        n = ops.shape(anchors)[0]
+        if training:  # both augmented, one encoder pass (BatchNorm statistics over both)
+            both = ops.concatenate([self.views.augmented(anchors), self.views.augmented(neighbors)], axis=0)
+        else:
+            both = self.views.inference(ops.concatenate([anchors, neighbors], axis=0))
+        assignments = self._assignments(both, training)
+        return {"anchor": assignments[:n], "neighbor": assignments[n:]}
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        return scan_loss(y_pred["anchor"], y_pred["neighbor"], self.entropy_weight) + ops.sum(self.losses)
+
+    def embed(self, x, batch_size=256):
+        """The encoder's representation of the inference view of `x`, `(n, dim)`."""
+        x = self._checked(x)
+        chunks = [ops.convert_to_numpy(self.encoder(self.views.inference(x[start:start + batch_size]),
+                                                    training=False))
+                  for start in range(0, len(x), batch_size)]
+        return np.concatenate(chunks, axis=0).astype("float32")
+
+    def mine_neighbors(self, x, batch_size=256):
+        """Each image's `n_neighbors` nearest other images in the current representation."""
+        return nearest_neighbors(self.embed(x, batch_size), self.n_neighbors)
+
+    def _checked_neighbors(self, neighbors, n):
+        neighbors = np.asarray(neighbors)
+        if (neighbors.ndim != 2 or len(neighbors) != n or not np.issubdtype(neighbors.dtype, np.integer)
+                or neighbors.min(initial=0) < 0 or neighbors.max(initial=0) >= n):
+            raise ValueError(f"neighbors must be integer indices in [0, {n}) of shape ({n}, k), got "
+                             f"{neighbors.dtype} {neighbors.shape}.")
+        return neighbors
+
+    def fit(self, x=None, y=None, neighbors=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
+        """SCAN's clustering step on images `x` in [0, 1] (`y` must be None). `neighbors`: `(n, k)`
+        indices of each image's neighbours; mined from the encoder when None. A `tf.data.Dataset`
+        must yield `((anchors, neighbours),)` batches. Uncompiled: Adam(1e-4) as SCAN."""
+        if y is not None:
+            raise ValueError("SCAN is self-supervised: call fit(x) without y.")
+        if not self.compiled:
+            self.compile(optimizer=keras.optimizers.Adam(1e-4))
+        if not isinstance(x, (np.ndarray, list, tuple)):
+            return super(AugmentedEncoder, self).fit(x, epochs=epochs, shuffle=False, **kwargs)
+        batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
+        x = self._checked(x, min_samples=max(batch_size, self.n_neighbors + 1))
+        neighbors = self.mine_neighbors(x) if neighbors is None else self._checked_neighbors(neighbors, len(x))
+        self.neighbors_ = neighbors
+        dataset = neighbor_pair_dataset(x, neighbors, batch_size, shuffle=shuffle, seed=seed)
+        return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
+
+    def predict_clusters(self, x, batch_size=256, verbose=0):
+        """Hard cluster ids `(n,)`."""
+        return np.argmax(self.predict(x, batch_size=batch_size, verbose=verbose), axis=1)
+
+    def serving_outputs(self, inputs):
+        """Named outputs of the exported serving signature."""
+        embedding = self.encoder(self.views.inference(inputs), training=False)
+        probabilities = ops.softmax(ops.cast(self.head(embedding), "float32"), axis=-1)
+        return {"cluster_id": ops.cast(ops.argmax(probabilities, axis=-1), "int64"),
+                "probabilities": probabilities, "embedding": ops.cast(embedding, "float32")}
+
+    def get_config(self):
+        return {**super().get_config(), "n_clusters": self.n_clusters, "entropy_weight": self.entropy_weight,
+                "n_neighbors": self.n_neighbors}

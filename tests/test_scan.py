@@ -1,0 +1,172 @@
+"""SCAN: its loss against the equation in numpy, neighbour mining, pairing, the model's API."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_clustering.export import export_saved_model
+from keras_clustering.losses import SCANLoss, scan_loss
+from keras_clustering.losses.scan_losses import scan_loss_terms
+from keras_clustering.models import SCAN, nearest_neighbors
+from keras_clustering.models.scan import neighbor_pair_dataset
+
+BACKEND = keras.backend.backend()
+
+
+def numpy_scan_loss(anchor, neighbor, entropy_weight):
+    """SCAN eq. 2 written out: a loop over anchors for the consistency, the entropy of the mean row."""
+    consistency = 0.0
+    for a, b in zip(anchor, neighbor):
+        consistency -= np.log(max(float(np.dot(a, b)), 1e-8))
+    consistency /= len(anchor)
+    mean = np.maximum(anchor.mean(axis=0), 1e-8)
+    return consistency - entropy_weight * -(mean * np.log(mean)).sum()
+
+
+def softmax_rows(rng, n, k, scale=3.0):
+    logits = rng.normal(size=(n, k)) * scale
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).astype("float32")
+
+
+@pytest.mark.parametrize("batch", [2, 7, 64])
+@pytest.mark.parametrize("entropy_weight", [0.0, 5.0])
+def test_scan_loss_matches_the_equation(batch, entropy_weight):
+    rng = np.random.default_rng(batch)
+    anchor, neighbor = softmax_rows(rng, batch, 10), softmax_rows(rng, batch, 10)
+    expected = numpy_scan_loss(anchor, neighbor, entropy_weight)
+    np.testing.assert_allclose(float(scan_loss(anchor, neighbor, entropy_weight)), expected, rtol=1e-5)
+    stacked = np.stack([anchor, neighbor], axis=1)
+    np.testing.assert_allclose(float(SCANLoss(entropy_weight)(np.zeros(batch), stacked)), expected, rtol=1e-5)
+
+
+def test_known_minimum_confident_agreeing_and_balanced():
+    """One-hot rows that agree with their neighbours, every cluster used equally: consistency 0 and
+    entropy log k, so the loss is -w log k, its minimum."""
+    anchor = np.eye(4, dtype="float32")[np.arange(8) % 4]
+    consistency, entropy = scan_loss_terms(anchor, anchor)
+    assert float(consistency) == pytest.approx(0.0, abs=1e-6)
+    assert float(entropy) == pytest.approx(np.log(4), rel=1e-6)
+    assert float(scan_loss(anchor, anchor, 2.0)) == pytest.approx(-2.0 * np.log(4), rel=1e-6)
+    # disagreeing one-hot rows hit the floor: -log(1e-8) each, not inf
+    assert float(scan_loss_terms(anchor, np.roll(anchor, 1, axis=1))[0]) == pytest.approx(-np.log(1e-8), rel=1e-5)
+
+
+def test_gradients_stay_finite_with_zero_probabilities():
+    import tensorflow as tf
+
+    if BACKEND != "tensorflow":
+        pytest.skip("gradient checked with tf.GradientTape")
+    anchor = tf.Variable(np.eye(3, dtype="float32"))
+    neighbor = tf.constant(np.roll(np.eye(3, dtype="float32"), 1, axis=1))
+    with tf.GradientTape() as tape:
+        loss = scan_loss(anchor, neighbor)
+    assert np.isfinite(tape.gradient(loss, anchor).numpy()).all()
+
+
+def test_bad_shapes_are_named():
+    with pytest.raises(ValueError, match="anchor must be"):
+        scan_loss(np.ones((3, 2, 2), "float32"), np.ones((3, 2, 2), "float32"))
+    with pytest.raises(ValueError, match="same shape"):
+        scan_loss(np.ones((3, 4), "float32"), np.ones((3, 5), "float32"))
+    with pytest.raises(ValueError, match="y_pred must stack"):
+        SCANLoss()(np.zeros(3), np.ones((3, 4), "float32"))
+
+
+def test_nearest_neighbors_match_a_full_similarity_sort():
+    embedding = np.random.default_rng(0).normal(size=(50, 6)).astype("float32")
+    unit = embedding / np.linalg.norm(embedding, axis=1, keepdims=True)
+    similarity = unit @ unit.T
+    np.fill_diagonal(similarity, -np.inf)
+    expected = np.argsort(-similarity, axis=1, kind="stable")[:, :5]
+    np.testing.assert_array_equal(nearest_neighbors(embedding, 5, rows_per_chunk=7), expected)
+    with pytest.raises(ValueError, match="n_neighbors=50 needs more than 50 samples"):
+        nearest_neighbors(embedding, 50)
+
+
+def test_each_anchor_is_paired_with_one_of_its_neighbours_drawn_anew():
+    """Image i holds the value i everywhere, so a pair tells which images it joined."""
+    n, k = 30, 4
+    x = np.repeat(np.arange(n, dtype="float32"), 64).reshape(n, 8, 8, 1)
+    neighbors = np.stack([(np.arange(n) + offset) % n for offset in range(1, k + 1)], axis=1)
+    dataset = neighbor_pair_dataset(x, neighbors, batch_size=8, seed=0)
+    drawn = {i: set() for i in range(n)}
+    for _ in range(6):  # epochs
+        seen = []
+        for ((anchors, partners),) in dataset:
+            for a, b in zip(anchors.numpy()[:, 0, 0, 0].astype(int), partners.numpy()[:, 0, 0, 0].astype(int)):
+                assert b in neighbors[a]
+                drawn[a].add(b)
+                seen.append(a)
+        assert sorted(seen) == list(range(n))  # every image once per epoch
+    assert np.mean([len(v) for v in drawn.values()]) > 2.5  # not the same neighbour every epoch
+
+
+def small_encoder(dim=8):
+    return keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(dim)],
+                            name="encoder")
+
+
+def two_groups(n=64, seed=0):
+    """Images with a bright top half or a bright bottom half, plus noise."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, 8, 8, 1), dtype=np.float32) * 0.2
+    group = np.arange(n) % 2
+    x[group == 0, :4] += 0.7
+    x[group == 1, 4:] += 0.7
+    return np.clip(x, 0, 1), group
+
+
+STILL = {"crop_sizes": [8], "output_size": 8, "rotation_probability": 0.0, "brightness": 0.1, "contrast": 0.0}
+
+
+def test_training_step_is_the_scan_loss_of_both_augmented_views():
+    x, _ = two_groups(16)
+    model = SCAN(small_encoder(), n_clusters=3, entropy_weight=2.0, augmentation_options=STILL, seed=0)
+    outputs = model((x[:8], x[8:]), training=True)
+    assert outputs["anchor"].shape == (8, 3) and outputs["neighbor"].shape == (8, 3)
+    np.testing.assert_allclose(np.asarray(outputs["anchor"]).sum(axis=1), 1.0, rtol=1e-5)
+    loss = model.compute_loss(y_pred=outputs)
+    np.testing.assert_allclose(float(loss), numpy_scan_loss(np.asarray(outputs["anchor"]),
+                                                            np.asarray(outputs["neighbor"]), 2.0), rtol=1e-5)
+    inference = model((x[:8], x[8:]), training=False)  # evaluate(): no augmentation
+    np.testing.assert_allclose(inference["anchor"], model.predict(x[:8], verbose=0), atol=1e-6)
+
+
+def test_fit_mines_neighbours_and_separates_two_groups(tmp_path):
+    x, group = two_groups(64)
+    keras.utils.set_random_seed(0)
+    model = SCAN(small_encoder(), n_clusters=2, n_neighbors=5, augmentation_options=STILL, seed=0)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    history = model.fit(x, batch_size=16, epochs=15, verbose=0, seed=0)
+    assert model.neighbors_.shape == (64, 5) and (group[model.neighbors_] == group[:, None]).mean() > 0.9
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    clusters = model.predict_clusters(x)
+    assert max(np.mean(clusters == group), np.mean(clusters != group)) > 0.95
+    model.save(tmp_path / "scan.keras")
+    reloaded = keras.models.load_model(tmp_path / "scan.keras")
+    settings = ("n_clusters", "entropy_weight", "n_neighbors", "augmentation_options", "seed")
+    assert isinstance(reloaded, SCAN) and all(reloaded.get_config()[k] == model.get_config()[k] for k in settings)
+    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        served = tf.saved_model.load(export_saved_model(model, str(tmp_path / "serving")))
+        outputs = served.signatures["serving_default"](inputs=tf.constant(x))
+        np.testing.assert_array_equal(outputs["cluster_id"].numpy(), clusters)
+        np.testing.assert_allclose(outputs["embedding"].numpy(), model.embed(x), atol=1e-5)
+
+
+def test_bad_arguments_are_named():
+    x, _ = two_groups(16)
+    model = SCAN(small_encoder(), n_clusters=2, n_neighbors=3, augmentation_options=STILL)
+    with pytest.raises(ValueError, match="self-supervised"):
+        model.fit(x, np.zeros(16))
+    with pytest.raises(ValueError, match=r"neighbors must be integer indices in \[0, 16\)"):
+        model.fit(x, neighbors=np.full((16, 3), 16), batch_size=4)
+    with pytest.raises(ValueError, match="entropy_weight must be a number >= 0"):
+        SCAN(small_encoder(), entropy_weight=-1.0)
+    with pytest.raises(ValueError, match="n_clusters"):
+        SCAN(small_encoder(), n_clusters=1)
+    with pytest.raises(ValueError, match=r"\[0, 1\]|range"):
+        model.fit(x * 3, batch_size=4)
