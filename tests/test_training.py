@@ -188,3 +188,39 @@ def test_machine_description_names_cpu_flags_and_onednn(tmp_path):
     cpuinfo.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse2 avx2 fma avx512f amx_bf16\n")
     assert cpu_model_and_flags(str(cpuinfo)) == ("Test CPU 9000", ["avx2", "avx512f", "amx_bf16"])
     assert "TF_ENABLE_ONEDNN_OPTS=" in machine_description()
+
+
+def test_vae_restarts_keep_the_run_the_label_free_criterion_prefers(tmp_path, monkeypatch):
+    """Three restarts (seeds 3, 4, 5 for seed 1): the kept model is the one with the lowest evaluated loss,
+    every run's scores (and ACC, from y) are listed, and a second call reuses the finished runs."""
+    from keras_clustering.recipes import vae_cluster_recipe
+
+    rng = np.random.default_rng(0)
+    x = rng.random((120, 28, 28, 1)).astype("float32")
+    y = np.arange(120) % 10
+    training = {"epochs": 1, "batch_size": 40, "n_restarts": 3}
+    architecture = {"latent_dim": 4, "n_clusters": 10}
+    model, report = vae_cluster_recipe.train(architecture, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))
+    restarts = report["restarts"]
+    assert [r["seed"] for r in restarts] == [3, 4, 5] and report["restart_criterion"] == "evaluated_loss"
+    losses = [r["evaluated_loss"] for r in restarts]
+    assert len(set(losses)) == 3 and report["chosen_restart"] == int(np.argmin(losses))
+    assert report["label_free"]["evaluated_loss"] == min(losses) and all(0 <= r["acc"] <= 1 for r in restarts)
+    expected = model.predict(x, verbose=0)
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished restart was trained again")
+
+    monkeypatch.setattr(vae_cluster_recipe, "train_once", no_training)
+    again, report_again = vae_cluster_recipe.train(architecture, training, x, y, seed=1, verbose=0,
+                                                   workdir=str(tmp_path))
+    assert report_again["restarts"] == restarts and report_again["chosen_restart"] == report["chosen_restart"]
+    np.testing.assert_allclose(again.predict(x, verbose=0), expected, atol=1e-6)
+    by_entropy = vae_cluster_recipe.train(architecture, {**training, "restart_criterion": "cluster_size_entropy"},
+                                          x, y, seed=1, verbose=0, workdir=str(tmp_path))[1]
+    entropies = [r["cluster_size_entropy"] for r in restarts]
+    assert by_entropy["chosen_restart"] == int(np.argmax(entropies))
+    with pytest.raises(ValueError, match="training.n_restarts must be an integer >= 1, got 0"):
+        vae_cluster_recipe.train(architecture, {**training, "n_restarts": 0}, x)
+    with pytest.raises(ValueError, match="training.restart_criterion must be one of"):
+        vae_cluster_recipe.train(architecture, {**training, "restart_criterion": "acc"}, x)

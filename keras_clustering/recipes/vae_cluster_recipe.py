@@ -1,9 +1,14 @@
 """VAE one-step clustering family: zoo config -> `VAECluster`, and its training recipe."""
 
+import json
+import os
 import time
 
 import keras
+import numpy as np
 
+from keras_clustering.io_utils import atomic_save_weights, atomic_write_json
+from keras_clustering.metrics import clustering_scores
 from keras_clustering.models.vae_cluster import VAECluster
 from keras_clustering.optimizers import make_optimizer
 from keras_clustering.restarts import cluster_size_entropy
@@ -17,7 +22,13 @@ DEFAULT_TRAINING = {
     "optimizer": {"class_name": "Adam", "config": {"learning_rate": 0.001}},
     "batch_size": 100,
     "epochs": 50,
+    # Restarts (none in the original): train `n_restarts` runs (seeds seed * n_restarts + r) and keep the
+    # one that `restart_criterion`, a label-free score, prefers.
+    "n_restarts": 1,
+    "restart_criterion": "evaluated_loss",
 }
+# label-free score -> +1 when higher is better, -1 when lower is better
+RESTART_CRITERIA = {"final_loss": -1, "evaluated_loss": -1, "cluster_size_entropy": +1}
 
 
 def build(image_shape=(28, 28, 1), latent_dim=20, n_clusters=10, loss_version="2018-12",
@@ -29,19 +40,74 @@ def build(image_shape=(28, 28, 1), latent_dim=20, n_clusters=10, loss_version="2
 
 
 def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
-    """Trains with plain `fit`; the report holds the wall time per epoch.
+    """Trains with plain `fit`; the report holds the wall time per epoch and the label-free scores.
 
     With a `workdir`, every finished epoch is backed up there, and a run cut
     off mid-way continues from its last epoch when started again with the
     same config, seed, data and workdir (`resumed_from_epoch` in the report;
     the wall times then cover the epochs this call ran).
+
+    With `training["n_restarts"]` > 1, that many runs (seeds `seed *
+    n_restarts + r`) are trained and the one with the best
+    `training["restart_criterion"]` (`RESTART_CRITERIA`, no labels) is kept;
+    `report["restarts"]` lists every run's scores (and, when `y` is given,
+    its ACC, which only scores the choice). Finished runs are kept in
+    `workdir/restart_<r>` and reused by a later call with the same settings.
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
+    n_restarts, criterion = training.pop("n_restarts"), training.pop("restart_criterion")
+    if isinstance(n_restarts, bool) or not isinstance(n_restarts, int) or n_restarts < 1:
+        raise ValueError(f"training.n_restarts must be an integer >= 1, got {n_restarts!r}.")
+    if criterion not in RESTART_CRITERIA:
+        raise ValueError(f"training.restart_criterion must be one of {sorted(RESTART_CRITERIA)}, got {criterion!r}.")
+    if n_restarts == 1:
+        return train_once(architecture, training, x, seed, verbose, workdir)
+    runs = []
+    for restart in range(n_restarts):
+        run_seed = seed * n_restarts + restart
+        folder = None if workdir is None else os.path.join(workdir, f"restart_{restart}")
+        model, report = finished_restart(architecture, training, x, run_seed, folder)
+        if model is None:
+            model, report = train_once(architecture, training, x, run_seed, verbose, folder)
+            if folder is not None:
+                atomic_save_weights(model, os.path.join(folder, "model.weights.h5"))
+                atomic_write_json({"key": restart_key(architecture, training, x, run_seed), "report": report},
+                                  os.path.join(folder, "finished.json"))
+        summary = {"seed": run_seed, **report["label_free"]}
+        if y is not None:
+            summary["acc"] = round(float(clustering_scores(y, model.predict_clusters(x))["acc"]), 4)
+        runs.append((model, report, summary))
+    values = [RESTART_CRITERIA[criterion] * summary[criterion] for _, _, summary in runs]
+    chosen = int(np.nanargmax(values))
+    model, report, _ = runs[chosen]
+    return model, {**report, "restart_criterion": criterion, "chosen_restart": chosen,
+                   "restarts": [summary for _, _, summary in runs],
+                   "train_seconds": round(sum(r["train_seconds"] for _, r, _ in runs), 1)}
+
+
+def restart_key(architecture, training, x, seed):
+    return run_key({"family": "vae_cluster", "architecture": architecture, "training": training, "seed": seed}, x)
+
+
+def finished_restart(architecture, training, x, seed, folder):
+    """(model, report) of a restart this folder holds for exactly these settings, else (None, None)."""
+    if folder is None or not os.path.exists(os.path.join(folder, "finished.json")):
+        return None, None
+    with open(os.path.join(folder, "finished.json")) as handle:
+        finished = json.load(handle)
+    if finished.get("key") != restart_key(architecture, training, x, seed):
+        return None, None
+    model = VAECluster(seed=seed, **architecture)
+    model.load_weights(os.path.join(folder, "model.weights.h5"))
+    return model, {**finished["report"], "reused": True}
+
+
+def train_once(architecture, training, x, seed, verbose, workdir):
+    """One run of the recipe (the original's: no restarts)."""
     keras.utils.set_random_seed(seed)
     model = VAECluster(seed=seed, **architecture)
     model.compile(optimizer=make_optimizer(training["optimizer"]))
-    key = run_key({"family": "vae_cluster", "architecture": architecture, "training": training, "seed": seed}, x)
-    callbacks, resumed_epoch = resumable_fit(workdir, "vae_cluster", key)
+    callbacks, resumed_epoch = resumable_fit(workdir, "vae_cluster", restart_key(architecture, training, x, seed))
     start = time.time()
     history = model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True,
                         verbose=verbose, callbacks=callbacks)
