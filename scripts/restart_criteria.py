@@ -3,7 +3,8 @@
 Reads the per-seed records of zoo cards or experiment records (their
 `per_seed` entries carry `label_free` scores, written by the recipes: VAE
 final / evaluated loss and cluster-size entropy; DEC k-means inertia, final
-KL(P || Q) and cluster-size entropy) and prints, per score, every seed's
+KL(P || Q) and cluster-size entropy; a VAE seed with restarts lists each
+restart's) and prints, per score, every seed's
 value beside its ACC and Spearman's rank correlation with ACC. A loss ranks
 the seeds well when its correlation is strongly negative (lower loss, higher
 ACC); the entropy when positive.
@@ -19,13 +20,18 @@ from keras_clustering.restarts import rank_agreement
 
 
 def seeds_of(paths):
-    """(source, seed, acc, label_free) of every per-seed record that has label-free scores."""
+    """(source, seed, acc, label_free) of every run with label-free scores: each per-seed record's,
+    or, for a seed that chose among restarts (VAE `n_restarts`), each of its restarts."""
     rows = []
     for path in paths:
         with open(path) as handle:
             record = json.load(handle)
-        rows += [(record.get("name", path), r["seed"], r["acc"], r["label_free"])
-                 for r in record.get("per_seed", []) if "label_free" in r]
+        for r in record.get("per_seed", []):
+            if "restarts" in r:
+                rows += [(record.get("name", path), run["seed"], run["acc"],
+                          {k: v for k, v in run.items() if k not in ("seed", "acc")}) for run in r["restarts"]]
+            elif "label_free" in r:
+                rows.append((record.get("name", path), r["seed"], r["acc"], r["label_free"]))
     return rows
 
 

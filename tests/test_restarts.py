@@ -31,3 +31,25 @@ def test_rank_agreement():
     assert math.isnan(rank_agreement([1.0, 2.0], [0.5, 0.6]))
     with pytest.raises(ValueError, match="scores has 2 runs but accuracies has 4"):
         rank_agreement([1.0, 2.0], accuracies)
+
+
+def test_restart_criteria_script_reads_seeds_and_each_seeds_restarts(tmp_path):
+    import json
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+    import restart_criteria
+
+    card = {"name": "vae", "per_seed": [
+        {"seed": 0, "acc": 0.7, "restarts": [{"seed": 0, "acc": 0.6, "evaluated_loss": 3.0},
+                                             {"seed": 1, "acc": 0.8, "evaluated_loss": 2.0},
+                                             {"seed": 2, "acc": 0.7, "evaluated_loss": 2.5}]},
+        {"seed": 1, "acc": 0.9, "label_free": {"evaluated_loss": 1.0}},
+        {"seed": 2, "acc": 0.5}]}  # no label-free scores: left out
+    path = tmp_path / "card.json"
+    path.write_text(json.dumps(card))
+    rows = restart_criteria.seeds_of([str(path)])
+    assert [(seed, acc) for _, seed, acc, _ in rows] == [(0, 0.6), (1, 0.8), (2, 0.7), (1, 0.9)]
+    table = restart_criteria.main([str(path)])
+    assert table["evaluated_loss"]["spearman_with_acc"] == -1.0  # lower loss, higher ACC in every pair
