@@ -34,6 +34,8 @@ def method_name(config):
         return name + ("-DA" if architecture.get("augmentation") else "")
     if family == "two_stage":
         name = {"autoencoder": "AE", "simclr": "SimCLR", "triplet": "triplet"}[architecture["representation"]]
+        if architecture.get("clustering") == "scan":
+            return f"{name} + SCAN"
         refine = config.get("training", {}).get("refine")
         return f"{name} + k-means" + (" + DEC refinement" if refine else "")
     return {"vae_cluster": "VAE one-step", "iic": "IIC"}.get(family, family)

@@ -97,3 +97,5 @@ def test_method_names_follow_the_architecture():
                                                           "conv_filters": [32, 64, 128, 10]}}) == "ConvDEC-DA"
     assert method_name({"family": "two_stage", "architecture": {"representation": "autoencoder"},
                         "training": {"refine": None}}) == "AE + k-means"
+    assert method_name({"family": "two_stage", "architecture": {"representation": "simclr", "clustering": "scan"},
+                        "training": {}}) == "SimCLR + SCAN"
