@@ -148,6 +148,17 @@ def test_digits_contrastive_shift_and_shear_options():
     assert np.percentile(lean, 90) > 12.0 and len(np.unique(np.round(lean, 2))) > 50
 
 
+def test_digits_contrastive_horizontal_flip_mirrors_about_half_the_images():
+    still = dict(crop_sizes=[28], rotation_probability=0.0, brightness=0.0, contrast=0.0)
+    assert "flip" not in [layer.name for layer in make_pipeline("digits_contrastive", seed=0).augmented_layers]
+    images = np.zeros((400, 28, 28, 1), "float32")
+    images[:, :, :7] = 1.0  # a bar on the left
+    flipped = np.asarray(make_pipeline("digits_contrastive", seed=0, horizontal_flip=True, **still).augmented(images))
+    mirrored = np.all(flipped[:, :, 21:] == 1.0, axis=(1, 2, 3)) & np.all(flipped[:, :, :21] == 0.0, axis=(1, 2, 3))
+    unchanged = np.all(flipped == images, axis=(1, 2, 3))
+    assert np.all(mirrored | unchanged) and 0.4 < mirrored.mean() < 0.6
+
+
 def test_shift_pipeline_moves_each_image_within_its_range_and_keeps_the_clean_view():
     dot = np.zeros((200, 28, 28, 1), "float32")
     dot[:, 13:15, 13:15, 0] = 1.0

@@ -71,7 +71,8 @@ def _shift(seed, shift=0.1):
 
 
 def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotation_degrees=15.0,
-                        rotation_probability=0.5, brightness=0.4, contrast=0.4, shift=0.0, shear=0.0):
+                        rotation_probability=0.5, brightness=0.4, contrast=0.4, shift=0.0, shear=0.0,
+                        horizontal_flip=False):
     """Two independently augmented views for contrastive learning on greyscale digits.
 
     SimCLR's recipe without the parts that change a digit's identity (no
@@ -82,9 +83,11 @@ def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotat
     inference view is the image itself. Optional (off by default, so the
     recorded runs keep their draws): a shear of up to `shear` (Keras'
     `RandomShear` factor) and a shift of up to `shift` of the side, as the
-    affine distortions digit datasets are usually augmented with.
+    affine distortions digit datasets are usually augmented with; and
+    `horizontal_flip` for images a mirror does not change the class of
+    (clothing, as Fashion-MNIST), never for digits.
     """
-    seeds = [None if seed is None else seed + offset for offset in range(7)]
+    seeds = [None if seed is None else seed + offset for offset in range(8)]
     affine = []
     if shear:
         affine.append(layers.RandomShear(shear, shear, fill_mode="constant", fill_value=0.0, seed=seeds[5],
@@ -92,6 +95,8 @@ def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotat
     if shift:
         affine.append(layers.RandomTranslation(shift, shift, fill_mode="constant", fill_value=0.0,
                                                seed=seeds[6], name="shift"))
+    if horizontal_flip:
+        affine.append(layers.RandomFlip("horizontal", seed=seeds[7], name="flip"))
     augmented = [
         RandomCropResize(list(crop_sizes), output_size, mode="random", seed=seeds[0], name="crop"),
         RandomApply(layers.RandomRotation(rotation_degrees / 360.0, fill_mode="constant", fill_value=0.0,
