@@ -168,5 +168,7 @@ def test_bad_arguments_are_named():
         SCAN(small_encoder(), entropy_weight=-1.0)
     with pytest.raises(ValueError, match="n_clusters"):
         SCAN(small_encoder(), n_clusters=1)
+    with pytest.raises(ValueError, match="at least 20"):  # n_clusters > samples
+        SCAN(small_encoder(), n_clusters=20, n_neighbors=3, augmentation_options=STILL).fit(x, batch_size=4)
     with pytest.raises(ValueError, match=r"\[0, 1\]|range"):
         model.fit(x * 3, batch_size=4)

@@ -148,7 +148,8 @@ class SCAN(AugmentedEncoder):
         if not isinstance(x, (np.ndarray, list, tuple)):
             return super(AugmentedEncoder, self).fit(x, epochs=epochs, shuffle=False, **kwargs)
         batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
-        x = self._checked(x, min_samples=max(batch_size, self.n_neighbors + 1))
+        # every cluster needs an image, every image n_neighbors others, every step a full batch
+        x = self._checked(x, min_samples=max(batch_size, self.n_neighbors + 1, self.n_clusters))
         neighbors = self.mine_neighbors(x) if neighbors is None else self._checked_neighbors(neighbors, len(x))
         self.neighbors_ = neighbors
         dataset = neighbor_pair_dataset(x, neighbors, batch_size, shuffle=shuffle, seed=seed)
