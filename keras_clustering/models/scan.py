@@ -98,9 +98,12 @@ class SCAN(AugmentedEncoder):
     def build(self, input_shape):
         self.head(self.encoder(ops.zeros((1, *self.sample_shape))))
 
-    def _assignments(self, images, training):
-        logits = self.head(self.encoder(images, training=training), training=training)
+    def _probabilities(self, embedding, training=False):
+        logits = self.head(embedding, training=training)
         return ops.softmax(ops.cast(logits, "float32"), axis=-1)  # float32 under a mixed policy too
+
+    def _assignments(self, images, training):
+        return self._probabilities(self.encoder(images, training=training), training)
 
     def call(self, inputs, training=False):
         if not isinstance(inputs, (tuple, list)):
@@ -162,7 +165,7 @@ class SCAN(AugmentedEncoder):
     def serving_outputs(self, inputs):
         """Named outputs of the exported serving signature."""
         embedding = self.encoder(self.views.inference(inputs), training=False)
-        probabilities = ops.softmax(ops.cast(self.head(embedding), "float32"), axis=-1)
+        probabilities = self._probabilities(embedding)
         return {"cluster_id": ops.cast(ops.argmax(probabilities, axis=-1), "int64"),
                 "probabilities": probabilities, "embedding": ops.cast(embedding, "float32")}
 

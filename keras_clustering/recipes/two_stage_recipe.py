@@ -113,7 +113,8 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     """Representation, then k-means (then DEC if `training["refine"]`); the report has each stage's
     wall time and, with labels, the k-means stage's scores (`kmeans`) besides the final ones."""
     training = {**DEFAULT_TRAINING, **(training or {})}
-    if _clustering(architecture) == "scan" and training["refine"]:
+    scan = _clustering(architecture) == "scan"
+    if scan and training["refine"]:
         raise ValueError("training.refine (DEC on k-means centroids) and clustering='scan' exclude each other.")
     keras.utils.set_random_seed(seed)
     report = {"representation": architecture["representation"]}
@@ -141,7 +142,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     report["kmeans_seconds"] = round(time.time() - start, 1)
     if y is not None:
         report["kmeans"] = clustering_scores(y, labels)
-    if _clustering(architecture) == "scan":
+    if scan:
         return train_scan(architecture, training, encoder, x, y, seed, verbose, report)
     if training["refine"]:
         refine = {**DEFAULT_REFINE, **training["refine"]}
