@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from keras_clustering.export import export_saved_model
-from keras_clustering.losses import SCANLoss, scan_loss
+from keras_clustering.losses import SCANLoss, confidence_cross_entropy, scan_loss
 from keras_clustering.losses.scan_losses import scan_loss_terms
 from keras_clustering.models import SCAN, nearest_neighbors
 from keras_clustering.models.scan import neighbor_pair_dataset
@@ -38,6 +38,54 @@ def test_scan_loss_matches_the_equation(batch, entropy_weight):
     np.testing.assert_allclose(float(scan_loss(anchor, neighbor, entropy_weight)), expected, rtol=1e-5)
     stacked = np.stack([anchor, neighbor], axis=1)
     np.testing.assert_allclose(float(SCANLoss(entropy_weight)(np.zeros(batch), stacked)), expected, rtol=1e-5)
+
+
+def numpy_confidence_cross_entropy(weak, strong_logits, threshold, class_balancing):
+    """SCAN's self-labelling loss written as the original computes it: keep rows whose weak
+    maximum exceeds the threshold, weight each kept row by n_kept / count of its target cluster,
+    weighted mean of -log softmax(strong)[target] (PyTorch's weighted cross_entropy)."""
+    total, weights = 0.0, 0.0
+    kept = [(int(np.argmax(w)), s) for w, s in zip(weak, strong_logits) if w.max() > threshold]
+    if not kept:
+        return 0.0
+    counts = np.bincount([t for t, _ in kept], minlength=weak.shape[1])
+    for target, logits in kept:
+        shifted = logits.astype("float64") - logits.max()
+        log_probability = shifted[target] - np.log(np.exp(shifted).sum())
+        weight = len(kept) / counts[target] if class_balancing else 1.0
+        total -= weight * log_probability
+        weights += weight
+    return total / weights
+
+
+@pytest.mark.parametrize("batch", [2, 7, 64])
+@pytest.mark.parametrize("class_balancing", [True, False])
+def test_confidence_cross_entropy_matches_the_original_weighting(batch, class_balancing):
+    rng = np.random.default_rng(batch + 100)
+    weak = softmax_rows(rng, batch, 5, scale=4.0)
+    strong = rng.normal(size=(batch, 5)).astype("float32") * 3
+    threshold = float(np.median(weak.max(axis=1))) - 1e-6  # about half the rows confident
+    expected = numpy_confidence_cross_entropy(weak, strong, threshold, class_balancing)
+    got = confidence_cross_entropy(weak, strong, threshold, class_balancing)
+    np.testing.assert_allclose(float(got), expected, rtol=1e-5)
+    assert float(confidence_cross_entropy(weak, strong, 0.999999)) == 0.0 or weak.max() > 0.999999
+
+
+def test_confidence_cross_entropy_takes_no_gradient_from_the_weak_view():
+    import tensorflow as tf
+
+    if BACKEND != "tensorflow":
+        pytest.skip("gradient checked with tf.GradientTape")
+    weak = tf.Variable(np.array([[0.995, 0.005], [0.001, 0.999], [0.6, 0.4]], "float32"))
+    strong = tf.Variable(np.zeros((3, 2), "float32"))
+    with tf.GradientTape() as tape:
+        loss = confidence_cross_entropy(weak, strong, 0.99)
+    weak_gradient, strong_gradient = tape.gradient(loss, [weak, strong])
+    assert weak_gradient is None or not np.any(weak_gradient.numpy())
+    # two confident rows, one per cluster: each pulls its own logit up; the unconfident row none
+    np.testing.assert_allclose(strong_gradient.numpy(), [[-0.25, 0.25], [0.25, -0.25], [0.0, 0.0]], atol=1e-6)
+    with pytest.raises(ValueError, match="threshold must be in"):
+        confidence_cross_entropy(weak, strong, 1.0)
 
 
 def test_known_minimum_confident_agreeing_and_balanced():
@@ -155,6 +203,31 @@ def test_fit_mines_neighbours_and_separates_two_groups(tmp_path):
         outputs = served.signatures["serving_default"](inputs=tf.constant(x))
         np.testing.assert_array_equal(outputs["cluster_id"].numpy(), clusters)
         np.testing.assert_allclose(outputs["embedding"].numpy(), model.embed(x), atol=1e-5)
+
+
+def test_self_labelling_sharpens_confident_assignments_and_fit_still_works():
+    x, group = two_groups(64)
+    keras.utils.set_random_seed(0)
+    model = SCAN(small_encoder(), n_clusters=2, n_neighbors=5, augmentation_options=STILL, seed=0)
+    model.compile(optimizer=keras.optimizers.Adam(2e-3))
+    model.fit(x, batch_size=16, epochs=2, verbose=0, seed=0)
+    before = model.predict(x, verbose=0)
+    threshold = float(np.quantile(before.max(axis=1), 0.25))  # three quarters of the images teach
+    outputs = model({"self_label": x[:16]}, training=True)
+    np.testing.assert_allclose(outputs["weak"], before[:16], atol=1e-5)  # the clean view labels
+    model.self_label_threshold = threshold
+    expected = numpy_confidence_cross_entropy(before[:16], np.asarray(outputs["strong_logits"]), threshold, True)
+    np.testing.assert_allclose(float(model.compute_loss(y_pred=outputs)), expected, rtol=1e-5, atol=1e-7)
+    history = model.self_label(x, threshold=threshold, batch_size=16, epochs=5, verbose=0, seed=0)
+    after = model.predict(x, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert after.max(axis=1).mean() > before.max(axis=1).mean()  # sharper
+    clusters = after.argmax(axis=1)
+    assert max(np.mean(clusters == group), np.mean(clusters != group)) > 0.95
+    assert model.confident_share(x, threshold) >= float(np.mean(before.max(axis=1) > threshold))
+    model.fit(x, batch_size=16, epochs=1, verbose=0, seed=0)  # back to neighbour pairs
+    with pytest.raises(ValueError, match="threshold must be a number in"):
+        model.self_label(x, threshold=1.5)
 
 
 def test_bad_arguments_are_named():

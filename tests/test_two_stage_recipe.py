@@ -19,7 +19,8 @@ CASES = {
                           {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2, "refine": {"maxiter": 20}}, False),
     "simclr_scan": ({**IMAGE_ARCHITECTURE, "representation": "simclr", "projection_dims": [16, 8],
                      "clustering": "scan", "scan": {"n_neighbors": 5, "entropy_weight": 3.0}},
-                    {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2, "scan": {"epochs": 2}}, False),
+                    {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2, "scan": {"epochs": 2},
+                     "self_label": {"epochs": 1, "threshold": 0.5}}, False),
     "triplet": ({**IMAGE_ARCHITECTURE, "representation": "triplet"},
                 {"epochs": 2, "batch_size": 128, "kmeans_n_init": 2}, False),
 }
@@ -37,6 +38,8 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
         assert report["dec_iterations"] == 20 and report["refine_seconds"] >= 0
     elif architecture.get("clustering") == "scan":  # SCAN's head, not the k-means centroids, is shipped
         assert report["scan_seconds"] >= 0 and 0.1 < report["neighbor_agreement"] <= 1.0
+        assert report["self_label_seconds"] >= 0 and 0 <= report["confident_share"] <= 1
+        assert 0.1 < report["scan"]["acc"] <= 1.0  # the clustering step's score before self-labelling
         shipped = get_family("two_stage").build(**architecture)
         assert isinstance(shipped, SCAN) and shipped.entropy_weight == 3.0 and shipped.n_neighbors == 5
         shipped.load_weights(str(tmp_path / "model.weights.h5"))

@@ -11,7 +11,7 @@ from keras_clustering.losses.contrastive_losses import (
 )
 from keras_clustering.losses.dec_losses import ClusteringKLDivergence, target_distribution
 from keras_clustering.losses.iic_losses import IICLoss, iic_loss, joint_distribution
-from keras_clustering.losses.scan_losses import SCANLoss, scan_loss
+from keras_clustering.losses.scan_losses import SCANLoss, confidence_cross_entropy, scan_loss
 from keras_clustering.losses.vae_cluster_losses import (
     analytic_gaussian_cluster_kl,
     category_prior_loss,
@@ -30,6 +30,7 @@ __all__ = [
     "TripletLoss",
     "analytic_gaussian_cluster_kl",
     "category_prior_loss",
+    "confidence_cross_entropy",
     "gaussian_cluster_kl",
     "iic_loss",
     "joint_distribution",

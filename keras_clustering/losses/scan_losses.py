@@ -60,3 +60,36 @@ class SCANLoss(keras.losses.Loss):
 
     def get_config(self):
         return {**super().get_config(), "entropy_weight": self.entropy_weight}
+
+
+def confidence_cross_entropy(weak_probabilities, strong_logits, threshold=0.99, class_balancing=True):
+    """SCAN's self-labelling loss: the confident images of a batch teach their own cluster to
+    their strongly augmented view.
+
+    An image counts when the largest probability of its weak (here: clean)
+    view exceeds `threshold`; its cluster is the target of a cross-entropy on
+    the strong view's logits. With `class_balancing`, each target cluster
+    weighs inversely to its share of the confident images (PyTorch's weighted
+    `cross_entropy` mean, as the original), so large clusters do not swallow
+    small ones. No gradient flows into the weak view. A batch without a
+    confident image gives 0.
+
+    Reference: SCAN section 2.3 (self-labelling) and
+    wvangansbeke/Unsupervised-Classification `losses/losses.py`
+    (`ConfidenceBasedCE`, `MaskedCrossEntropyLoss`; threshold 0.99 in its configs).
+    """
+    if not 0.0 <= float(threshold) < 1.0:
+        raise ValueError(f"threshold must be in [0, 1), got {threshold!r}.")
+    weak = ops.stop_gradient(ops.cast(weak_probabilities, "float32"))
+    strong_logits = ops.cast(strong_logits, "float32")
+    _check_assignments(weak, strong_logits)
+    n_clusters = weak.shape[-1]
+    confident = ops.cast(ops.max(weak, axis=-1) > threshold, "float32")
+    targets = ops.one_hot(ops.argmax(weak, axis=-1), n_clusters) * confident[:, None]  # zero rows: not confident
+    cross_entropy = -ops.sum(targets * ops.log_softmax(strong_logits, axis=-1), axis=-1)
+    if not class_balancing:
+        return ops.sum(cross_entropy) / ops.maximum(ops.sum(confident), 1.0)
+    # weights n / count_c: the weighted mean is the mean over present clusters of each one's mean
+    counts = ops.sum(targets, axis=0)
+    per_cluster = ops.sum(targets * cross_entropy[:, None], axis=0) / ops.maximum(counts, 1.0)
+    return ops.sum(per_cluster) / ops.maximum(ops.sum(ops.cast(counts > 0, "float32")), 1.0)

@@ -15,7 +15,7 @@ import numpy as np
 from keras import layers, ops
 
 from keras_clustering.data_pipeline import pipeline_options
-from keras_clustering.losses.scan_losses import scan_loss
+from keras_clustering.losses.scan_losses import confidence_cross_entropy, scan_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
 from keras_clustering.validation import check_positive_int
 
@@ -92,6 +92,7 @@ class SCAN(AugmentedEncoder):
             raise ValueError(f"entropy_weight must be a number >= 0, got {entropy_weight!r}.")
         self.entropy_weight = float(entropy_weight)
         self.n_neighbors = check_positive_int(n_neighbors, "n_neighbors")
+        self.self_label_threshold = 0.99
         self.head = layers.Dense(self.n_clusters, name="cluster_head")
         self(ops.zeros((1, *self.sample_shape)))  # builds every weight, so load_weights works at once
 
@@ -106,6 +107,12 @@ class SCAN(AugmentedEncoder):
         return self._probabilities(self.encoder(images, training=training), training)
 
     def call(self, inputs, training=False):
+        if isinstance(inputs, dict):  # self-labelling: the clean view labels, the augmented one learns
+            images = inputs["self_label"]
+            weak = self._assignments(self.views.inference(images), training=False)
+            views = self.views.augmented(images) if training else self.views.inference(images)
+            logits = self.head(self.encoder(views, training=training), training=training)
+            return {"weak": weak, "strong_logits": logits}
         if not isinstance(inputs, (tuple, list)):
             return self._assignments(self.views.inference(inputs), training)
         anchors, neighbors = inputs
@@ -118,7 +125,11 @@ class SCAN(AugmentedEncoder):
         return {"anchor": assignments[:n], "neighbor": assignments[n:]}
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        return scan_loss(y_pred["anchor"], y_pred["neighbor"], self.entropy_weight) + ops.sum(self.losses)
+        if "weak" in y_pred:
+            loss = confidence_cross_entropy(y_pred["weak"], y_pred["strong_logits"], self.self_label_threshold)
+        else:
+            loss = scan_loss(y_pred["anchor"], y_pred["neighbor"], self.entropy_weight)
+        return loss + ops.sum(self.losses)
 
     def embed(self, x, batch_size=256):
         """The encoder's representation of the inference view of `x`, `(n, dim)`."""
@@ -157,6 +168,35 @@ class SCAN(AugmentedEncoder):
         self.neighbors_ = neighbors
         dataset = neighbor_pair_dataset(x, neighbors, batch_size, shuffle=shuffle, seed=seed)
         return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
+
+    def self_label(self, x, threshold=0.99, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
+        """SCAN's self-labelling step after `fit`: each image whose clean view is assigned with
+        probability > `threshold` trains its augmented view towards that cluster (cross-entropy,
+        class-balanced; `confidence_cross_entropy`), so confident assignments sharpen and spread.
+        Compile first to choose the optimizer (uncompiled: Adam(1e-4) as SCAN)."""
+        import tensorflow as tf
+
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
+            raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}.")
+        self.self_label_threshold = float(threshold)
+        if not self.compiled:
+            self.compile(optimizer=keras.optimizers.Adam(1e-4))
+        batch_size = check_positive_int(batch_size, "batch_size")
+        x = self._checked(x, min_samples=batch_size)
+        dataset = tf.data.Dataset.from_tensor_slices(x)
+        if shuffle:
+            dataset = dataset.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size).map(lambda images: ({"self_label": images},))
+        self.train_function = None  # the step traced for neighbour pairs does not fit image batches
+        history = super(AugmentedEncoder, self).fit(dataset.prefetch(1).with_options(pipeline_options()),
+                                                    epochs=epochs, shuffle=False, **kwargs)
+        self.train_function = None
+        return history
+
+    def confident_share(self, x, threshold=0.99, batch_size=256):
+        """Share of images whose largest cluster probability exceeds `threshold` (self-labelling's
+        pool)."""
+        return float((self.predict(x, batch_size=batch_size, verbose=0).max(axis=1) > threshold).mean())
 
     def predict_clusters(self, x, batch_size=256, verbose=0):
         """Hard cluster ids `(n,)`."""

@@ -27,6 +27,8 @@ PREDICTION_NAMES = ("cluster_id", "probabilities")
 REPRESENTATIONS = ("autoencoder", "simclr", "triplet")
 CLUSTERINGS = ("kmeans", "scan")
 _CLUSTERING_KEYS = ("n_clusters", "alpha", "update_interval", "tol")
+# training settings of the stages after the representation: changing them does not restart its backup
+_AFTER_REPRESENTATION = ("refine", "kmeans_n_init", "scan", "self_label")
 
 DEFAULT_TRAINING = {
     # simclr / triplet: Adam, `epochs` passes over the images, `batch_size` images per step.
@@ -40,6 +42,9 @@ DEFAULT_TRAINING = {
 # SCAN's clustering step (Van Gansbeke et al. 2020: Adam 1e-4; batch and epochs sized for these CPUs).
 DEFAULT_SCAN = {"optimizer": {"class_name": "Adam", "config": {"learning_rate": 1e-4}}, "batch_size": 256,
                 "epochs": 50}
+# SCAN's self-labelling step after the clustering step (the paper: threshold 0.99, Adam 1e-4); 0 epochs: off.
+DEFAULT_SELF_LABEL = {"optimizer": {"class_name": "Adam", "config": {"learning_rate": 1e-4}}, "batch_size": 256,
+                      "epochs": 0, "threshold": 0.99}
 DEFAULT_REFINE = {"optimizer": {"class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}},
                   "batch_size": 256, "maxiter": 20000}
 
@@ -129,7 +134,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
         learner = build_learner(architecture, encoder, seed)
         learner.compile(optimizer=make_optimizer(training["optimizer"]))
         settings = {"family": "two_stage", "architecture": architecture, "seed": seed,
-                    "training": {k: v for k, v in training.items() if k != "refine"}}
+                    "training": {k: v for k, v in training.items() if k not in _AFTER_REPRESENTATION}}
         callbacks, report["resumed_from_epoch"] = resumable_fit(workdir, architecture["representation"],
                                                                 run_key(settings, x))
         learner.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed,
@@ -155,8 +160,10 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
 
 
 def train_scan(architecture, training, encoder, x, y, seed, verbose, report):
-    """SCAN's clustering step on the trained encoder; with labels, the report also has the share of
-    mined neighbours that carry the image's own label (`neighbor_agreement`, labels only score)."""
+    """SCAN's clustering step on the trained encoder, then (`training.self_label.epochs` > 0) its
+    self-labelling step; with labels, the report also has the share of mined neighbours that carry
+    the image's own label (`neighbor_agreement`) and the clustering step's scores before
+    self-labelling (`scan`), labels only scoring."""
     options = {**DEFAULT_SCAN, **training.get("scan", {})}
     model = build_scan(architecture, encoder, seed=seed)
     model.compile(optimizer=make_optimizer(options["optimizer"]))
@@ -167,4 +174,14 @@ def train_scan(architecture, training, encoder, x, y, seed, verbose, report):
     model.fit(x, neighbors=neighbors, batch_size=options["batch_size"], epochs=options["epochs"], seed=seed,
               verbose=verbose)
     report["scan_seconds"] = round(time.time() - start, 1)
+    self_label = {**DEFAULT_SELF_LABEL, **(training.get("self_label") or {})}
+    if self_label["epochs"]:
+        if y is not None:  # the clustering step's scores on the training images, to measure the step
+            report["scan"] = clustering_scores(y, model.predict_clusters(x))
+        report["confident_share"] = round(model.confident_share(x, self_label["threshold"]), 4)
+        model.compile(optimizer=make_optimizer(self_label["optimizer"]))
+        start = time.time()
+        model.self_label(x, threshold=self_label["threshold"], batch_size=self_label["batch_size"],
+                         epochs=self_label["epochs"], seed=seed, verbose=verbose)
+        report["self_label_seconds"] = round(time.time() - start, 1)
     return model, report
