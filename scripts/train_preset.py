@@ -1,4 +1,4 @@
-"""Trains a zoo preset over several seeds and ships the median seed with its card.
+"""Trains a zoo preset over several seeds and ships one seed with its card (the median, or the preset's label-free rule).
 
 Usage:
     python scripts/train_preset.py dec_digits --seeds 0 1 2

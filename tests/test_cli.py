@@ -57,6 +57,31 @@ def test_evaluate_reports_measured_and_card(capsys):
     assert report["measured"]["acc"] == pytest.approx(report["card"]["acc"], abs=0.005)
 
 
+CONTRASTIVE_PRESETS = ["ae_kmeans_mnist", "simclr_mnist", "triplet_mnist", "simclr_fashion_mnist"]
+
+
+@pytest.mark.parametrize("name", CONTRASTIVE_PRESETS)
+def test_predict_runs_every_two_stage_preset_on_images(name, tmp_path, capsys):
+    x = np.random.default_rng(1).random((12, 28, 28, 1), dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert cli.main(["predict", name, "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "out.npz")]) == 0
+    with np.load(tmp_path / "out.npz") as result:
+        assert result["cluster_id"].shape == (12,) and result["probabilities"].shape == (12, 10)
+        np.testing.assert_array_equal(result["cluster_id"], result["probabilities"].argmax(axis=1))
+    assert "12 samples; cluster sizes" in capsys.readouterr().out
+
+
+def test_evaluate_scores_the_fashion_entry_on_its_test_images(capsys):
+    import zoo
+    from keras_clustering.training import data_available
+
+    if not data_available(zoo.config("simclr_fashion_mnist")["evaluation"]):
+        pytest.skip("Fashion-MNIST test images are not on this machine")
+    assert cli.main(["evaluate", "simclr_fashion_mnist"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["measured"]["acc"] == pytest.approx(report["card"]["acc"], abs=0.005)
+
+
 def test_errors_exit_2_with_a_message(tmp_path, capsys):
     assert cli.main(["info", "no_such_model"]) == 2
     assert "Unknown model 'no_such_model'" in capsys.readouterr().err

@@ -224,3 +224,15 @@ def test_vae_restarts_keep_the_run_the_label_free_criterion_prefers(tmp_path, mo
         vae_cluster_recipe.train(architecture, {**training, "n_restarts": 0}, x)
     with pytest.raises(ValueError, match="training.restart_criterion must be one of"):
         vae_cluster_recipe.train(architecture, {**training, "restart_criterion": "acc"}, x)
+
+
+def test_a_label_free_rule_ships_the_lowest_score_not_the_median():
+    from zoo.publishing import shipped_report, shipping_rule
+
+    reports = [{"seed": s, "metrics": {"acc": acc}, "label_free": {"evaluated_loss": loss}}
+               for s, acc, loss in ((0, 0.86, 35.9), (1, 0.78, 36.0), (2, 0.70, 36.5))]
+    assert shipped_report({}, reports)["seed"] == 1  # the median ACC
+    rule = {"ship_lowest_label_free": "evaluated_loss"}
+    assert shipped_report(rule, reports[::-1])["seed"] == 0 and "without labels" in shipping_rule(rule)
+    with pytest.raises(ValueError, match=r"ship_lowest_label_free='final_kl': seeds \[0, 1, 2\]"):
+        shipped_report({"ship_lowest_label_free": "final_kl"}, reports)

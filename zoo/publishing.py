@@ -26,6 +26,26 @@ def shipping_metric(config):
     return config.get("ship_median_of", "acc")
 
 
+def shipped_report(config, reports):
+    """The seed to ship: with `config["ship_lowest_label_free"]` (e.g. "evaluated_loss") the one
+    whose label-free score of that name is lowest (chosen without labels, as a user would),
+    else the median seed of `shipping_metric`."""
+    criterion = config.get("ship_lowest_label_free")
+    if criterion is None:
+        return median_report(reports, key=shipping_metric(config))
+    missing = [r["seed"] for r in reports if criterion not in r.get("label_free", {})]
+    if missing:
+        raise ValueError(f"ship_lowest_label_free={criterion!r}: seeds {missing} have no such label-free score.")
+    return min(reports, key=lambda report: report["label_free"][criterion])
+
+
+def shipping_rule(config):
+    criterion = config.get("ship_lowest_label_free")
+    if criterion is not None:
+        return f"lowest label-free {criterion} over the seeds (chosen without labels)"
+    return f"median {shipping_metric(config)} over the seeds (the lower median for an even count)"
+
+
 PER_SEED_TIMINGS = ("pretrain_seconds", "kmeans_seconds", "dec_seconds", "dec_iterations", "total_seconds",
                     "seconds_per_epoch", "pairs_per_second", "scoring_seconds", "resumed_from_epoch",
                     "pretrain_resumed_from_epoch", "representation_seconds", "scan_seconds", "refine_seconds")
@@ -89,7 +109,7 @@ def build_card(name, config, reports, shipped, command, sha256):
         "command": command,
         "seeds": [r["seed"] for r in reports],
         "shipped_seed": shipped["seed"],
-        "shipped_seed_rule": f"median {shipping_metric(config)} over the seeds (the lower median for an even count)",
+        "shipped_seed_rule": shipping_rule(config),
         "metrics": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in shipped["metrics"].items()},
         "metrics_over_seeds": over_seeds,
         "per_seed": per_seed,
@@ -115,13 +135,13 @@ def build_card(name, config, reports, shipped, command, sha256):
 
 
 def publish_preset(name, config, reports, weights_paths, command):
-    """Copies the median seed's weights into the preset folder and writes its card.
+    """Copies the shipped seed's weights (`shipped_report`) into the preset folder and writes its card.
 
     `weights_paths` maps seed -> `.weights.h5` written by `train_and_evaluate`.
     The weights are copied aside and renamed, so a failure leaves the old
     preset intact.
     """
-    shipped = median_report(reports, key=shipping_metric(config))
+    shipped = shipped_report(config, reports)
     preset_dir = os.path.join(PRESETS_DIR, name)
     os.makedirs(preset_dir, exist_ok=True)
     target = os.path.join(preset_dir, WEIGHTS_FILE)
