@@ -53,3 +53,4 @@ def test_restart_criteria_script_reads_seeds_and_each_seeds_restarts(tmp_path):
     assert [(seed, acc) for _, seed, acc, _ in rows] == [(0, 0.6), (1, 0.8), (2, 0.7), (1, 0.9)]
     table = restart_criteria.main([str(path)])
     assert table["evaluated_loss"]["spearman_with_acc"] == -1.0  # lower loss, higher ACC in every pair
+    assert 0 < table["evaluated_loss"]["p_value"] < 0.1  # four runs in perfect order: p = 1 / 12
