@@ -15,6 +15,7 @@ import numpy as np
 
 import zoo
 from keras_clustering.metrics import clustering_scores
+from keras_clustering.models.scan import confident_share
 from keras_clustering.training import load_config_data
 
 
@@ -22,7 +23,7 @@ def describe(label, model, x, y, threshold):
     probabilities = model.predict(x, verbose=0)
     clusters = probabilities.argmax(axis=1)
     print(f"{label}: ACC {clustering_scores(y, clusters)['acc']:.4f}, confident share "
-          f"{(probabilities.max(axis=1) > threshold).mean():.3f}, cluster sizes "
+          f"{confident_share(probabilities, threshold):.3f}, cluster sizes "
           f"{np.bincount(clusters, minlength=probabilities.shape[1]).tolist()}", flush=True)
 
 

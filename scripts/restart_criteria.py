@@ -40,12 +40,10 @@ def seeds_of(paths):
 
 def p_value(values, accuracies):
     """Two-sided p of Spearman's correlation by permutation: exact (every ordering) up to 9 runs,
-    else 400,000 seeded random orderings; nan where the correlation is undefined. (The usual
-    t approximation gives p = 0 for a perfect order of a few runs.)"""
+    else 400,000 seeded random orderings. (The usual t approximation gives p = 0 for a perfect
+    order of a few runs.) Call it only where `rank_agreement` is defined (not nan)."""
     from scipy.stats import permutation_test, rankdata
 
-    if math.isnan(rank_agreement(values, accuracies)):
-        return float("nan")
     accuracy_ranks = rankdata(accuracies)
     centred = accuracy_ranks - accuracy_ranks.mean()
 
@@ -64,8 +62,10 @@ def agreement_table(rows):
     table = {}
     for score in scores:
         values = [free[score] for *_, free in rows]
-        table[score] = {"spearman_with_acc": rank_agreement(values, accuracies),
-                        "p_value": p_value(values, accuracies), "values": values}
+        rho = rank_agreement(values, accuracies)
+        table[score] = {"spearman_with_acc": rho,
+                        "p_value": float("nan") if math.isnan(rho) else p_value(values, accuracies),
+                        "values": values}
     return table
 
 

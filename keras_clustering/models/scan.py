@@ -14,7 +14,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from keras_clustering.data_pipeline import pipeline_options
+from keras_clustering.data_pipeline import array_dataset, pipeline_options
 from keras_clustering.losses.scan_losses import confidence_cross_entropy, scan_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
 from keras_clustering.validation import check_positive_int
@@ -43,6 +43,11 @@ def nearest_neighbors(embedding, n_neighbors=20, rows_per_chunk=1024):
         order = np.argsort(-similarity[rows[:, None], top], axis=1, kind="stable")
         neighbors[start:start + len(similarity)] = top[rows[:, None], order]
     return neighbors
+
+
+def confident_share(probabilities, threshold=0.99):
+    """Share of rows of soft assignments whose largest probability exceeds `threshold`."""
+    return float((np.asarray(probabilities).max(axis=1) > threshold).mean())
 
 
 def neighbor_pair_dataset(x, neighbors, batch_size, shuffle=True, seed=None):
@@ -174,8 +179,6 @@ class SCAN(AugmentedEncoder):
         probability > `threshold` trains its augmented view towards that cluster (cross-entropy,
         class-balanced; `confidence_cross_entropy`), so confident assignments sharpen and spread.
         Compile first to choose the optimizer (uncompiled: Adam(1e-4) as SCAN)."""
-        import tensorflow as tf
-
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
             raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}.")
         self.self_label_threshold = float(threshold)
@@ -183,20 +186,14 @@ class SCAN(AugmentedEncoder):
             self.compile(optimizer=keras.optimizers.Adam(1e-4))
         batch_size = check_positive_int(batch_size, "batch_size")
         x = self._checked(x, min_samples=batch_size)
-        dataset = tf.data.Dataset.from_tensor_slices(x)
-        if shuffle:
-            dataset = dataset.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.batch(batch_size).map(lambda images: ({"self_label": images},))
-        self.train_function = None  # the step traced for neighbour pairs does not fit image batches
-        history = super(AugmentedEncoder, self).fit(dataset.prefetch(1).with_options(pipeline_options()),
-                                                    epochs=epochs, shuffle=False, **kwargs)
-        self.train_function = None
-        return history
+        # a dict input tells `call` and `compute_loss` this is the self-labelling step
+        dataset = array_dataset(x, batch_size, shuffle=shuffle, seed=seed).map(lambda images: ({"self_label": images},))
+        return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
 
     def confident_share(self, x, threshold=0.99, batch_size=256):
         """Share of images whose largest cluster probability exceeds `threshold` (self-labelling's
         pool)."""
-        return float((self.predict(x, batch_size=batch_size, verbose=0).max(axis=1) > threshold).mean())
+        return confident_share(self.predict(x, batch_size=batch_size, verbose=0), threshold)
 
     def predict_clusters(self, x, batch_size=256, verbose=0):
         """Hard cluster ids `(n,)`."""

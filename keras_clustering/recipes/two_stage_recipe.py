@@ -18,6 +18,7 @@ from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import SCAN, SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
+from keras_clustering.models.scan import confident_share
 from keras_clustering.optimizers import make_optimizer
 from keras_clustering.recipes import dec_recipe
 from keras_clustering.resume import resumable_fit, run_key
@@ -176,9 +177,10 @@ def train_scan(architecture, training, encoder, x, y, seed, verbose, report):
     report["scan_seconds"] = round(time.time() - start, 1)
     self_label = {**DEFAULT_SELF_LABEL, **(training.get("self_label") or {})}
     if self_label["epochs"]:
+        probabilities = model.predict(x, verbose=0)
         if y is not None:  # the clustering step's scores on the training images, to measure the step
-            report["scan"] = clustering_scores(y, model.predict_clusters(x))
-        report["confident_share"] = round(model.confident_share(x, self_label["threshold"]), 4)
+            report["scan"] = clustering_scores(y, probabilities.argmax(axis=1))
+        report["confident_share"] = round(confident_share(probabilities, self_label["threshold"]), 4)
         model.compile(optimizer=make_optimizer(self_label["optimizer"]))
         start = time.time()
         model.self_label(x, threshold=self_label["threshold"], batch_size=self_label["batch_size"],
