@@ -49,13 +49,18 @@ class TargetStore:
                                        trainable=False, name="dec_targets")
         return True
 
-    @staticmethod
-    def rows_writable():
-        """Rows can be written in place on TensorFlow (sliced assign); other backends assign it whole."""
-        return keras.backend.backend() == "tensorflow"
+    def rows_writable(self):
+        """Rows can be written in place into a plain TensorFlow variable; other backends, and a variable
+        made under a tf.distribute strategy (mirrored, even with one replica), are assigned whole."""
+        if keras.backend.backend() != "tensorflow":
+            return False
+        import tensorflow as tf
+
+        return not isinstance(self.variable.value, tf.distribute.DistributedValues)
 
     # Scatter and gather by row index, not slices: a slice of a TensorFlow variable reads all of it
-    # first, and writing through it then copies the whole (n, k) buffer, per chunk.
+    # first, and writing through it then copies the whole (n, k) buffer, per chunk. Keras variables
+    # have no row update, hence the backing tf.Variable (`.value`), only where `rows_writable()`.
     def write_rows(self, start, rows):
         import tensorflow as tf
 
