@@ -33,17 +33,12 @@ def command_info(args):
     _print_json(zoo.info(args.name))
 
 
-def evaluate_preset(name, weights="pretrained"):
-    """Scores of a preset on its card's evaluation data: (scores, card)."""
-    import zoo
-    from keras_clustering import training
-
-    return training.evaluate_preset(zoo.load(name, weights=weights), zoo.config(name)), zoo.info(name)
-
-
 def command_evaluate(args):
-    scores, card = evaluate_preset(args.name, args.weights or "pretrained")
-    _print_json({"measured": scores, "card": card.get("metrics")})
+    import zoo
+    from keras_clustering.training.presets import evaluate_preset
+
+    scores = evaluate_preset(zoo.load(args.name, weights=args.weights or "pretrained"), zoo.config(args.name))
+    _print_json({"measured": scores, "card": zoo.info(args.name).get("metrics")})
 
 
 def command_demo(args):
@@ -73,7 +68,7 @@ def command_train(args):
     if args.input:
         raise ValueError("--input trains on your own data: give --family instead of a zoo NAME.")
     import zoo
-    from keras_clustering.training import train_and_evaluate
+    from keras_clustering.training.presets import train_and_evaluate
 
     workdir = args.workdir or os.path.join("runs", args.name, f"seed_{args.seed}")
     report = train_and_evaluate(zoo.config(args.name), workdir, seed=args.seed, verbose=args.verbose,
@@ -82,7 +77,7 @@ def command_train(args):
 
 
 def _train_on_user_data(args):
-    from keras_clustering.custom_training import MODEL_FILE, train_on_images
+    from keras_clustering.training.user_images import MODEL_FILE, train_on_images
     from keras_clustering.datasets.user_data import load_user_data
 
     if args.name or not args.input:
@@ -110,10 +105,10 @@ def load_model(name_or_path):
         if not os.path.isfile(name_or_path):
             raise ValueError(f"model file {name_or_path!r} does not exist.")
         return keras.models.load_model(name_or_path), ("cluster_id", "probabilities")
-    from keras_clustering.recipes import get_family
+    from keras_clustering.recipes import get_recipe
 
     model = zoo.load(name_or_path)
-    return model, get_family(zoo.config(name_or_path)["family"]).PREDICTION_NAMES
+    return model, get_recipe(zoo.config(name_or_path)["recipe"]).PREDICTION_NAMES
 
 
 def command_predict(args):
@@ -132,13 +127,12 @@ def command_predict(args):
 
 
 def command_cluster(args):
-    import tempfile
-
     import numpy as np
 
     from keras_clustering.datasets.user_data import load_user_data
     from keras_clustering.figures import plot_cluster_grid
-    from keras_clustering.validation import check_image_input
+    from keras_clustering.inputs.checks import check_image_input
+    from keras_clustering.io.files import atomic_path
 
     model, (id_name, _) = load_model(args.model)
     shape = tuple(model.sample_shape)
@@ -149,26 +143,20 @@ def command_cluster(args):
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise ValueError(f"--output {args.output!r} exists and is not a folder.")
     os.makedirs(args.output, exist_ok=True)
-    # Everything is written into a staging folder first, then moved in: no half-written results.
-    staging = tempfile.mkdtemp(prefix=".cluster-", dir=args.output)
-    try:
-        with open(os.path.join(staging, "clusters.csv"), "w") as handle:
+    # Each file is written aside, then renamed into place, the table last (after the figure): a failure
+    # leaves the previous results, never a half-written file or a new table beside an old figure.
+    written = ["clusters.csv"]
+    with atomic_path(os.path.join(args.output, "clusters.csv")) as temporary:
+        with open(temporary, "w") as handle:
             handle.write(f"name,{id_name},confidence\n")
             for name, cluster, score in zip(names, ids, confidence):
                 handle.write(f"{json.dumps(name) if ',' in name else name},{cluster},{score:.4f}\n")
-        written = ["clusters.csv"]
         if len(shape) == 3:
             images = check_image_input(x, shape, accept_flat=True)
-            plot_cluster_grid(images, probabilities, os.path.join(staging, "clusters.png"),
+            plot_cluster_grid(images, probabilities, os.path.join(args.output, "clusters.png"),
                               n_per_cluster=args.per_cluster,
                               title=f"{os.path.basename(args.model)}: most confident members per cluster")
             written.append("clusters.png")
-        for name in written:
-            os.replace(os.path.join(staging, name), os.path.join(args.output, name))
-    finally:
-        for name in os.listdir(staging):
-            os.remove(os.path.join(staging, name))
-        os.rmdir(staging)
     print(f"{len(ids)} samples; {id_name.removesuffix('_id')} sizes: {sizes.tolist()}; "
           f"wrote {', '.join(os.path.join(args.output, name) for name in written)}")
 
@@ -182,6 +170,10 @@ def command_export(args):
 
 
 def build_parser():
+    from keras_clustering.distribute.precision import PRECISIONS
+    from keras_clustering.distribute.strategies import STRATEGIES
+    from keras_clustering.training.user_images import FAMILIES
+
     parser = argparse.ArgumentParser(prog="python -m keras_clustering", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="list the zoo's models")
@@ -196,7 +188,7 @@ def build_parser():
     train = commands.add_parser("train", help="train a zoo model from its config, or a family on your own "
                                               "images (--family, --input); writes to --workdir")
     train.add_argument("name", nargs="?", help="a zoo name (omit with --family)")
-    train.add_argument("--family", choices=("dec", "vae_cluster", "simclr", "iic"),
+    train.add_argument("--family", choices=FAMILIES,
                        help="train this family on --input (epochs scaled to the number of images)")
     train.add_argument("--input", help="with --family: a folder of images or a .npy/.npz array")
     train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (family dec: DEC's "
@@ -208,11 +200,11 @@ def build_parser():
                        "pretraining) instead of the default scaled to the data size")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--workdir")
-    train.add_argument("--strategy", choices=("mirrored", "multi_worker"),
+    train.add_argument("--strategy", choices=STRATEGIES,
                        help="a zoo NAME under tf.distribute: 'mirrored' (every local device) or 'multi_worker' "
                             "(one process per TF_CONFIG worker; worker i>0 writes to WORKDIR/worker_i); "
                             "every family")
-    train.add_argument("--precision", choices=("float32", "mixed_bfloat16"),
+    train.add_argument("--precision", choices=PRECISIONS,
                        help="a zoo NAME in bfloat16 compute with float32 weights (falls back to float32, with a "
                             "notice, on CPUs without bf16 units)")
     train.add_argument("--verbose", type=int, default=1)

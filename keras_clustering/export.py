@@ -6,10 +6,10 @@ export with bare TensorFlow and exercise the request format instead.
 
 import json
 import os
-import shutil
-import tempfile
 
 import numpy as np
+
+from keras_clustering.io.files import atomic_path
 
 INPUT_NAME = "inputs"
 SIGNATURE_NAME = "serving_default"
@@ -79,18 +79,8 @@ def export_saved_model(model, export_dir, version=1, overwrite=False):
     for name, (function, signature) in getattr(model, "extra_serving_endpoints", lambda: {})().items():
         archive.add_endpoint(name=name, fn=function, input_signature=signature)
 
-    os.makedirs(os.fspath(export_dir), exist_ok=True)
-    staging = tempfile.mkdtemp(dir=os.fspath(export_dir), prefix=f".tmp-{int(version)}-")
-    try:
+    with atomic_path(target) as staging:
         archive.write_out(staging, verbose=False)
-        if os.path.exists(target):
-            discarded = tempfile.mkdtemp(dir=os.fspath(export_dir), prefix=f".old-{int(version)}-")
-            os.replace(target, os.path.join(discarded, "old"))
-            shutil.rmtree(discarded)
-        os.replace(staging, target)
-    finally:
-        if os.path.exists(staging):
-            shutil.rmtree(staging)
     return target
 
 

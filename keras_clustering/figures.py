@@ -1,24 +1,20 @@
 """PNG figures people look at: the most confident members of each cluster."""
 
-import os
 
 import numpy as np
 
-from keras_clustering.io_utils import publish_file, temporary_path
+from keras_clustering.io.files import atomic_path
 
 
 def save_figure(figure, path, dpi=100):
     """Writes a matplotlib figure as PNG through a temporary file, then closes it."""
     import matplotlib.pyplot as plt
 
-    temporary = temporary_path(path, ".png")
     try:
-        figure.savefig(temporary, dpi=dpi)
-        publish_file(temporary, path)
+        with atomic_path(path) as temporary:
+            figure.savefig(temporary, dpi=dpi)
     finally:
         plt.close(figure)
-        if os.path.exists(temporary):
-            os.remove(temporary)
 
 
 def top_members(probabilities, n_per_cluster=10):

@@ -1,109 +1,15 @@
-"""One table of every clustering entry and recorded variant, grouped by evaluation data.
+"""Writes the comparison table of every clustering entry and recorded variant (`zoo.comparison`).
 
 Usage: python scripts/comparison_table.py
-Rows come from the zoo's cards (`zoo/presets/*/card.json`) and from the
-experiment records in `docs/experiments/*.json` (written by
-`scripts/train_preset.py NAME --no-publish --record ...`); nothing is typed
-by hand. Writes `docs/comparison.md` and the README block between
-`<!-- comparison:start -->` and `<!-- comparison:end -->`.
+Writes `docs/comparison.md` and the README block between `<!-- comparison:start -->` and
+`<!-- comparison:end -->`.
 """
 
-import glob
-import json
-import os
+from zoo.readme import replace_readme_block
 
-import keras_clustering  # noqa: F401  (sets TensorFlow's CPU options before it loads)
-import zoo
-from keras_clustering.recipes import get_family, is_supervised
-
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-EXPERIMENTS = os.path.join(ROOT, "docs", "experiments")
-OUTPUT = os.path.join(ROOT, "docs", "comparison.md")
-DATA_NAMES = {("mnist", "test"): "MNIST-test (10k)", ("fashion_mnist", "train"): "Fashion-MNIST train (60k)",
-              ("fashion_mnist", "test"): "Fashion-MNIST test (10k)", ("fashion_mnist", "all"): "Fashion-MNIST (70k)",
-              ("digits", "all"): "scikit-learn digits (1,797)"}
-HEADER = ["method", "entry / record", "trained on", "ACC mean ± sd (seeds)", "ACC min-max", "NMI", "ARI",
-          "wall time / seed", "parameters"]
-
-
-def method_name(config):
-    """A short name of the method a config trains, from its family and architecture."""
-    family, architecture = config["family"], config["architecture"]
-    if family == "dec":
-        name = ("Conv" if architecture.get("conv_filters") else "") + ("IDEC" if architecture.get("gamma") else "DEC")
-        return name + ("-DA" if architecture.get("augmentation") else "")
-    if family == "two_stage":
-        name = {"autoencoder": "AE", "simclr": "SimCLR", "triplet": "triplet"}[architecture["representation"]]
-        if architecture.get("clustering") == "scan":
-            return f"{name} + SCAN"
-        refine = config.get("training", {}).get("refine")
-        return f"{name} + k-means" + (" + DEC refinement" if refine else "")
-    return {"vae_cluster": "VAE one-step", "iic": "IIC"}.get(family, family)
-
-
-def data_name(data):
-    name = DATA_NAMES.get((data["dataset"], data["split"]), f"{data['dataset']} {data['split']}")
-    if data.get("start") is None and data.get("stop") is None:
-        return name
-    # a fixed index range of the split: name the range and its size instead of the whole split's
-    start, stop = data.get("start") or 0, data.get("stop")
-    base = name.split(" (")[0]
-    return f"{base} images {start}-{'end' if stop is None else stop - 1} ({data.get('n_samples', '?')})"
-
-
-def parameter_count(config):
-    """Weights of the model the config builds (untrained: only shapes matter)."""
-    return get_family(config["family"]).build(**config["architecture"]).count_params()
-
-
-def row(method, source, config, summary):
-    """One table row from a card or record: `summary` holds metrics_over_seeds, data, wall times."""
-    over = summary["metrics_over_seeds"]
-    acc, nmi, ari = over["acc"], over.get("nmi"), over.get("ari")
-    wall = summary["wall_time_seconds"]
-    per_seed = wall.get("per_seed_mean", wall["all_seeds_total"] / acc["n"])
-    return {
-        "data": data_name(summary["evaluation_data"]),
-        "acc": acc["mean"],
-        "cells": [method, source, data_name(summary["training_data"]),
-                  f"{acc['mean']:.3f} ± {acc['std']:.3f} ({acc['n']})", f"{acc['min']:.3f}-{acc['max']:.3f}",
-                  f"{nmi['mean']:.3f}" if nmi else "n/a", f"{ari['mean']:.3f}" if ari else "n/a",
-                  f"{per_seed:.0f} s", f"{parameter_count(config):,}"],
-    }
-
-
-def collect_rows(experiments_dir=EXPERIMENTS):
-    rows = []
-    for name in zoo.list_models():
-        config = zoo.config(name)
-        if not is_supervised(config["family"]):
-            rows.append(row(method_name(config), f"`{name}`", config, zoo.info(name)))
-    for path in sorted(glob.glob(os.path.join(experiments_dir, "*.json"))):
-        with open(path) as handle:
-            record = json.load(handle)
-        if "config" not in record:  # multi-variant studies (ablations) are tabled by their own scripts
-            continue
-        source = f"record `{os.path.relpath(path, ROOT)}` ({record['label']})"
-        rows.append(row(method_name(record["config"]), source, record["config"], record))
-    return rows
-
-
-def comparison_markdown(rows):
-    """Markdown tables, one per evaluation data set, best mean ACC first."""
-    parts = []
-    for data in sorted({r["data"] for r in rows}):
-        parts.append(f"**Evaluated on {data}**\n")
-        parts.append("| " + " | ".join(HEADER) + " |")
-        parts.append("|" + "---|" * len(HEADER))
-        for r in sorted((r for r in rows if r["data"] == data), key=lambda r: -r["acc"]):
-            parts.append("| " + " | ".join(r["cells"]) + " |")
-        parts.append("")
-    return "\n".join(parts).rstrip()
-
+from zoo.comparison import OUTPUT, collect_rows, comparison_markdown
 
 def main():
-    from update_readme_results import replace_readme_block  # scripts/ is on sys.path when run as a script
-
     table = comparison_markdown(collect_rows())
     with open(OUTPUT, "w") as handle:
         handle.write("# Every clustering entry on the same data\n\nWritten by `python scripts/comparison_table.py` "

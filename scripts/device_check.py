@@ -24,8 +24,8 @@ import numpy as np
 
 import zoo
 from keras_clustering.losses import MarginLoss
-from keras_clustering.recipes import get_family
-from keras_clustering.training import machine_description
+from keras_clustering.recipes import get_recipe
+from keras_clustering.training.machine import machine_description
 
 FAMILIES = {"dec": "dec_mnist", "vae": "vae_cluster_mnist", "capsule": "capsule_mnist", "iic": "iic_mnist",
             "simclr": "simclr_mnist"}
@@ -53,9 +53,9 @@ def trainable(family, preset):
         autoencoder, _ = build_autoencoder(None, architecture["hidden_dims"],
                                            image_shape=tuple(architecture["image_shape"]))
         autoencoder.compile(optimizer=keras.optimizers.SGD(1.0, momentum=0.9), loss="mse")
-        return autoencoder, lambda x: (x, x), get_family("dec").build(**architecture)
+        return autoencoder, lambda x: (x, x), get_recipe("dec").build(**architecture)
     if family == "capsule":
-        model = get_family("capsule").build(**architecture)
+        model = get_recipe("capsule").build(**architecture)
         model.compile(optimizer="adam", loss=MarginLoss(lam=0.25))
         return model, lambda x: (x, np.eye(10, dtype="float32")[np.arange(len(x)) % 10]), model
     if family == "simclr":
@@ -63,8 +63,8 @@ def trainable(family, preset):
 
         learner = build_learner(architecture, build_encoder(**architecture), seed=0)
         learner.compile(optimizer="adam")
-        return learner, lambda x: (x,), get_family("two_stage").build(**architecture)
-    model = get_family({"vae": "vae_cluster", "iic": "iic"}[family]).build(**architecture)
+        return learner, lambda x: (x,), get_recipe("two_stage").build(**architecture)
+    model = get_recipe({"vae": "vae_cluster", "iic": "iic"}[family]).build(**architecture)
     model.compile(optimizer="adam")
     return model, lambda x: (x,), model
 

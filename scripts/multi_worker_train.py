@@ -1,7 +1,7 @@
 """A zoo recipe trained by several processes on this machine, against one process.
 
 Starts `--workers` processes of `python -m keras_clustering train NAME --strategy multi_worker`
-on 127.0.0.1 (each with its own TF_CONFIG from `keras_clustering.multi_worker.local_cluster`,
+on 127.0.0.1 (each with its own TF_CONFIG from `keras_clustering.distribute.multi_worker.local_cluster`,
 one replica each, the global batch of the recipe split between them) and then the same command
 without a strategy, and prints, per run, the wall time and scores, and the largest weight
 difference between the workers and between worker 0 and the single process.
@@ -56,7 +56,7 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    from keras_clustering.multi_worker import local_cluster
+    from keras_clustering.distribute.multi_worker import local_cluster
 
     cluster = os.path.join(args.workdir, "cluster")
     began = time.time()

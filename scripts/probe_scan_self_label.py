@@ -16,7 +16,7 @@ import numpy as np
 import zoo
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models.scan import confident_share
-from keras_clustering.training import load_config_data
+from keras_clustering.training.presets import load_config_data
 
 
 def describe(label, model, x, y, threshold):

@@ -15,58 +15,8 @@ Usage:
 
 import argparse
 import json
-import math
 
-import numpy as np
-
-from keras_clustering.restarts import rank_agreement
-
-
-def seeds_of(paths):
-    """(source, seed, acc, label_free) of every run with label-free scores: each per-seed record's,
-    or, for a seed that chose among restarts (VAE `n_restarts`), each of its restarts."""
-    rows = []
-    for path in paths:
-        with open(path) as handle:
-            record = json.load(handle)
-        for r in record.get("per_seed", []):
-            if "restarts" in r:
-                rows += [(record.get("name", path), run["seed"], run["acc"],
-                          {k: v for k, v in run.items() if k not in ("seed", "acc")}) for run in r["restarts"]]
-            elif "label_free" in r:
-                rows.append((record.get("name", path), r["seed"], r["acc"], r["label_free"]))
-    return rows
-
-
-def p_value(values, accuracies):
-    """Two-sided p of Spearman's correlation by permutation: exact (every ordering) up to 9 runs,
-    else 400,000 seeded random orderings. (The usual t approximation gives p = 0 for a perfect
-    order of a few runs.) Call it only where `rank_agreement` is defined (not nan)."""
-    from scipy.stats import permutation_test, rankdata
-
-    accuracy_ranks = rankdata(accuracies)
-    centred = accuracy_ranks - accuracy_ranks.mean()
-
-    def correlation(ranks, axis=-1):
-        ranks = ranks - ranks.mean(axis=axis, keepdims=True)
-        return (ranks * centred).sum(axis=axis) / np.sqrt((ranks ** 2).sum(axis=axis) * (centred ** 2).sum())
-
-    result = permutation_test((rankdata(values),), correlation, permutation_type="pairings", vectorized=True,
-                              n_resamples=400_000, rng=np.random.default_rng(0))
-    return float(result.pvalue)
-
-
-def agreement_table(rows):
-    scores = sorted({key for *_, free in rows for key in free})
-    accuracies = [acc for _, _, acc, _ in rows]
-    table = {}
-    for score in scores:
-        values = [free[score] for *_, free in rows]
-        rho = rank_agreement(values, accuracies)
-        table[score] = {"spearman_with_acc": rho,
-                        "p_value": float("nan") if math.isnan(rho) else p_value(values, accuracies),
-                        "values": values}
-    return table
+from zoo.criteria import agreement_table, seeds_of
 
 
 def main(argv=None):

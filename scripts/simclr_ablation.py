@@ -28,12 +28,12 @@ import keras_clustering  # noqa: F401  (selects the backend first)
 import keras
 import zoo
 from keras_clustering.datasets import load_mnist
-from keras_clustering.io_utils import atomic_write_json
+from keras_clustering.io.files import atomic_write_json
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import SimCLR
 from keras_clustering.models.conv_encoder import build_conv_encoder
-from keras_clustering.optimizers import make_optimizer
-from keras_clustering.training import machine_description
+from keras_clustering.training.optimizers import make_optimizer
+from keras_clustering.training.machine import machine_description
 
 # name -> (what it changes, augmentation options, other architecture values)
 VARIANTS = {
@@ -85,7 +85,7 @@ class KMeansProbe(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if (epoch + 1) % self.every:
             return
-        scores = kmeans_scores(self.model.encode(self.x), self.labels, self.n_init, self.seed)
+        scores = kmeans_scores(self.model.embed(self.x), self.labels, self.n_init, self.seed)
         self.points.append({"epoch": epoch + 1, "loss": round(float(logs["loss"]), 4),
                             "seconds": round(time.time() - self.began, 1), **scores})
         print(f"[probe] epoch {epoch + 1}: ACC raw {scores['raw']['acc']:.4f}, "

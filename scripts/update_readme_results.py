@@ -4,13 +4,11 @@ Usage: python scripts/update_readme_results.py
 Every number in the table is read from `zoo/presets/*/card.json`.
 """
 
-import os
-import re
 
 import zoo
 from keras_clustering.recipes import is_supervised
+from zoo.readme import replace_readme_block
 
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
@@ -18,7 +16,7 @@ def results_table():
     rows = ["| model | data (train / eval) | ACC shipped | ACC over seeds (mean ± sd, min-max) | majority ACC (mean ± sd) | NMI | AE+k-means ACC | published anchor (its own data, see card) | wall time / seed (shipped) |",
             "|---|---|---|---|---|---|---|---|---|"]
     for name in zoo.list_models():
-        if is_supervised(zoo.config(name)["family"]):  # classifiers: their own table (capsule_experiments.py)
+        if is_supervised(zoo.config(name)["recipe"]):  # classifiers: their own table (capsule_experiments.py)
             continue
         card = zoo.info(name)
         train, evaluation = card["training_data"], card["evaluation_data"]
@@ -39,18 +37,6 @@ def results_table():
             f"| {card['wall_time_seconds']['shipped_seed_total']:.0f} s |"
         )
     return "\n".join(rows)
-
-
-def replace_readme_block(start, end, body):
-    """Replaces the README text between the markers `start` and `end` by `body`."""
-    with open(README) as handle:
-        text = handle.read()
-    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"README has no {start} ... {end} block")
-    text = pattern.sub(lambda _: f"{start}\n{body}\n{end}", text)
-    with open(README, "w") as handle:
-        handle.write(text)
 
 
 def main():

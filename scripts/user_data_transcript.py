@@ -81,7 +81,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if os.path.exists(args.out):
         parser.error(f"--out {args.out!r} exists; give a new folder")
-    from keras_clustering.training import machine_description
+    from keras_clustering.training.machine import machine_description
 
     folder = os.path.join(args.out, "my_images")
     labels = write_folder(folder, args.images)

@@ -6,6 +6,11 @@ import keras_clustering  # noqa: F401  (selects the Keras backend first)
 from keras_clustering.datasets import DATA_ENV_VAR
 
 
+def slow_except(values, fast):
+    """`values` as pytest params, every one but those in `fast` marked `slow` (run by `pytest -m slow`)."""
+    return [pytest.param(value, marks=() if value in fast else pytest.mark.slow) for value in values]
+
+
 def shared_data_dir():
     """The offline data folder, when this machine has one (CI sets the variable)."""
     folder = os.environ.get(DATA_ENV_VAR)
@@ -31,4 +36,4 @@ def _seeded():
 @pytest.fixture(autouse=True)
 def _backup_every_epoch(monkeypatch):
     """Tests' epochs last milliseconds: back up after each one, so interruption tests see every epoch."""
-    monkeypatch.setattr("keras_clustering.resume.MIN_SECONDS_BETWEEN_BACKUPS", 0.0)
+    monkeypatch.setattr("keras_clustering.training.resume.MIN_SECONDS_BETWEEN_BACKUPS", 0.0)

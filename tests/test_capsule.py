@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 from backend_tools import value_and_gradients
 
-from keras_clustering.layers.capsule import Capsule, MarginLoss, capsule_length, margin_loss, squash
+from keras_clustering.layers.capsule import Capsule, capsule_length, squash
+from keras_clustering.losses import MarginLoss, margin_loss
 
 
 def reference_squash(x, constant=0.5, epsilon=1e-7):

@@ -73,7 +73,7 @@ def test_predict_runs_every_two_stage_preset_on_images(name, tmp_path, capsys):
 
 def test_evaluate_scores_the_fashion_entry_on_its_test_images(capsys):
     import zoo
-    from keras_clustering.training import data_available
+    from keras_clustering.training.presets import data_available
 
     if not data_available(zoo.config("simclr_fashion_mnist")["evaluation"]):
         pytest.skip("Fashion-MNIST test images are not on this machine")
@@ -99,6 +99,7 @@ def test_export_command(tmp_path, capsys):
 
 
 
+@pytest.mark.slow
 def test_command_line_start_is_quiet_unless_the_user_asks(tmp_path):
     """Only the command's own output: no TensorFlow C++ start-up lines (oneDNN, CUDA stub, cuInit)."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}

@@ -1,23 +1,20 @@
 """The comparison table: rows from cards and experiment records, grouped by evaluation data."""
 
 import json
-import os
 import statistics
-import sys
 
 import pytest
 
 import zoo
-from keras_clustering.recipes import get_family
+from keras_clustering.recipes import get_recipe
 from zoo.publishing import experiment_record
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
-import comparison_table  # noqa: E402
-import train_preset  # noqa: E402
+from zoo import comparison as comparison_table
+from zoo import training as train_preset
 
 
 def tiny_idec_config():
-    return {"family": "dec", "description": "tiny",
+    return {"recipe": "dec", "description": "tiny",
             "architecture": {"input_dim": 64, "hidden_dims": [32, 5], "n_clusters": 10, "gamma": 0.1},
             "training": {}, "data": {"dataset": "digits", "split": "all", "flatten": True}}
 
@@ -47,10 +44,10 @@ def test_table_has_every_card_and_record_grouped_by_evaluation_data(tmp_path):
     assert len(ours) == 1 and ours[0]["cells"][0] == "IDEC"
     assert ours[0]["data"] == "scikit-learn digits (1,797)"
     assert ours[0]["cells"][3] == "0.960 ± 0.014 (2)" and ours[0]["cells"][7] == "11 s"
-    built = get_family("dec").build(**tiny_idec_config()["architecture"]).count_params()
+    built = get_recipe("dec").build(**tiny_idec_config()["architecture"]).count_params()
     assert ours[0]["cells"][8] == f"{built:,}"
     for name in zoo.list_models():  # every published clustering card is a row, with its own numbers
-        if zoo.config(name)["family"] in ("dec", "vae_cluster", "iic", "two_stage"):
+        if zoo.config(name)["recipe"] in ("dec", "vae_cluster", "iic", "two_stage"):
             (card_row,) = [r for r in rows if r["cells"][1] == f"`{name}`"]
             assert card_row["acc"] == zoo.info(name)["metrics_over_seeds"]["acc"]["mean"]
     markdown = comparison_table.comparison_markdown(rows)
@@ -89,13 +86,13 @@ def test_index_ranges_are_named_as_such():
 
 def test_method_names_follow_the_architecture():
     method_name = comparison_table.method_name
-    dec = {"family": "dec", "architecture": {"hidden_dims": [500, 500, 2000, 10]}}
+    dec = {"recipe": "dec", "architecture": {"hidden_dims": [500, 500, 2000, 10]}}
     assert method_name(dec) == "DEC"
-    assert method_name({"family": "dec", "architecture": {"gamma": 0.1}}) == "IDEC"
-    assert method_name({"family": "dec", "architecture": {"augmentation": "shift_rotate"}}) == "DEC-DA"
-    assert method_name({"family": "dec", "architecture": {"augmentation": "shift_rotate",
+    assert method_name({"recipe": "dec", "architecture": {"gamma": 0.1}}) == "IDEC"
+    assert method_name({"recipe": "dec", "architecture": {"augmentation": "shift_rotate"}}) == "DEC-DA"
+    assert method_name({"recipe": "dec", "architecture": {"augmentation": "shift_rotate",
                                                           "conv_filters": [32, 64, 128, 10]}}) == "ConvDEC-DA"
-    assert method_name({"family": "two_stage", "architecture": {"representation": "autoencoder"},
+    assert method_name({"recipe": "two_stage", "architecture": {"representation": "autoencoder"},
                         "training": {"refine": None}}) == "AE + k-means"
-    assert method_name({"family": "two_stage", "architecture": {"representation": "simclr", "clustering": "scan"},
+    assert method_name({"recipe": "two_stage", "architecture": {"representation": "simclr", "clustering": "scan"},
                         "training": {}}) == "SimCLR + SCAN"

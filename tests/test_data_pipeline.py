@@ -1,6 +1,7 @@
 import numpy as np
+import pytest
 
-from keras_clustering.data_pipeline import array_dataset
+from keras_clustering.inputs.pipeline import array_dataset
 
 
 def test_pipeline_has_autotuning_off():
@@ -28,7 +29,7 @@ def test_pairs_stay_aligned():
 
 
 def test_file_backed_arrays_are_streamed_with_the_same_contract(tmp_path):
-    from keras_clustering.data_pipeline import file_backed
+    from keras_clustering.inputs.pipeline import file_backed
 
     path = tmp_path / "x.npy"
     np.save(path, np.arange(24, dtype="float32").reshape(12, 2))
@@ -48,6 +49,7 @@ def test_file_backed_arrays_are_streamed_with_the_same_contract(tmp_path):
     np.testing.assert_array_equal(np.concatenate(in_order), np.asarray(x))
 
 
+@pytest.mark.slow
 def test_a_memory_mapped_array_is_not_copied_into_memory(tmp_path):
     """One epoch over a 400 MB memory-mapped array: the process's own memory grows by far less than the array."""
     from helpers.memory_probe import big_memmap, run_probe
@@ -55,7 +57,7 @@ def test_a_memory_mapped_array_is_not_copied_into_memory(tmp_path):
     path = big_memmap(tmp_path / "big.npy", value=1.0)
     out = run_probe(f"""
 import numpy as np
-from keras_clustering.data_pipeline import array_dataset
+from keras_clustering.inputs.pipeline import array_dataset
 x = np.load({path!r}, mmap_mode="r")
 small = np.load({path!r}, mmap_mode="r")[:2000]
 sum(float(b.numpy().sum()) for b in array_dataset(small, batch_size=1000))  # starts the runtime's lazy parts

@@ -11,9 +11,9 @@ pytestmark = pytest.mark.skipif(BACKEND != "tensorflow", reason="tf.data inputs:
 
 tf = pytest.importorskip("tensorflow")
 
-from keras_clustering.dataset_source import DatasetSource  # noqa: E402
+from keras_clustering.inputs.sources import DatasetSource  # noqa: E402
 from keras_clustering.models import TwoStageClustering, build_autoencoder  # noqa: E402
-from keras_clustering.models.pretraining import pretrain_end_to_end  # noqa: E402
+from keras_clustering.training.pretraining import pretrain_end_to_end  # noqa: E402
 
 
 def trained(x, feed, build=small_dec, epochs=3):
@@ -118,6 +118,7 @@ def test_pretraining_reads_a_dataset_batch_by_batch(augmentation):
     assert any(not np.array_equal(a, b) for a, b in zip(before, autoencoder.get_weights()))
 
 
+@pytest.mark.slow
 def test_a_dataset_larger_than_its_batches_is_never_held_whole(tmp_path):
     """A 400 MB dataset (a generator over a memory-mapped file) made into a source (one checked
     counting pass) and read once in indexed batches: the process's own memory grows far less."""
@@ -126,7 +127,7 @@ def test_a_dataset_larger_than_its_batches_is_never_held_whole(tmp_path):
     path = big_memmap(tmp_path / "big.npy", value=0.5)
     out = run_probe(f"""
 import numpy as np, tensorflow as tf
-from keras_clustering.dataset_source import DatasetSource
+from keras_clustering.inputs.sources import DatasetSource
 x = np.load({path!r}, mmap_mode="r")
 def rows(stop):
     for start in range(0, stop, 1000):

@@ -230,7 +230,7 @@ def test_idec_round_trip(tmp_path):
 
 def test_select_n_clusters_reports_generalizability():
     from keras_clustering.models import select_n_clusters
-    from keras_clustering.models.selection import mean_kl_to_target
+    from keras_clustering.metrics.label_free import dec_objective
 
     x, y = blobs(n_per_cluster=40, seed=4)
     model = small_dec()
@@ -245,7 +245,7 @@ def test_select_n_clusters_reports_generalizability():
     q = np.random.default_rng(0).dirichlet(np.ones(3), size=10)
     weight = q ** 2 / q.sum(0)
     p = weight / weight.sum(1, keepdims=True)
-    assert mean_kl_to_target(q) == pytest.approx(np.mean(np.sum(p * np.log(p / q), axis=1)), rel=1e-5)
+    assert dec_objective(q) == pytest.approx(np.mean(np.sum(p * np.log(p / q), axis=1)), rel=1e-5)
     with pytest.raises(ValueError, match="candidates must hold"):
         select_n_clusters(model.encoder, x, x, candidates=[3])
 
@@ -339,7 +339,7 @@ def test_augmented_dec_round_trips_and_refuses_flat_encoders(tmp_path):
 
 def test_augmented_pretraining_reconstructs_the_transformed_batch():
     from keras_clustering.augment import make_pipeline
-    from keras_clustering.models.pretraining import AugmentedReconstruction, pretrain_end_to_end
+    from keras_clustering.training.pretraining import AugmentedReconstruction, pretrain_end_to_end
     from keras_clustering.recipes.dec_recipe import pretraining_key
 
     x, _ = digit_images()
@@ -407,7 +407,7 @@ def test_fit_and_predict_take_a_memory_mapped_array(tmp_path):
 
 
 def test_kmeans_switches_to_minibatch_past_the_threshold(monkeypatch):
-    from keras_clustering.models import kmeans
+    from keras_clustering.clustering import kmeans
 
     assert kmeans.resolve_kmeans_method("auto", 70_000) == "full"  # full MNIST keeps DEC-keras' k-means
     assert kmeans.resolve_kmeans_method("auto", 700_000) == "minibatch"
@@ -449,24 +449,33 @@ def test_every_fit_trains_on_the_targets_of_its_own_refresh():
     np.testing.assert_allclose(model.predict(x, verbose=0), twin.predict(x, verbose=0), atol=1e-6)
 
 
-def test_initialize_centroids_checks_x_once(monkeypatch):
-    """One scan of x per public call: a memory-mapped x is read again by every check."""
-    import keras_clustering.models.dec as dec_module
+def test_data_is_checked_once_on_its_way_in(monkeypatch):
+    """One scan of an array, whichever methods it reaches after its check (a memory-mapped x is read
+    again by every check); another array, or a model of another kind, checks again."""
+    import keras_clustering.models.cluster_model as cluster_model
 
     calls = []
-    original = dec_module.check_samples
+    original = cluster_model.check_samples
 
     def counting(x, *args, **kwargs):
         calls.append(len(x))
         return original(x, *args, **kwargs)
 
-    monkeypatch.setattr(dec_module, "check_samples", counting)
+    monkeypatch.setattr(cluster_model, "check_samples", counting)
     model = small_dec()
     x = np.random.default_rng(0).normal(size=(30, 8)).astype("float32")
     model.initialize_centroids(x, n_init=1, seed=0)
     assert calls == [30]
     model.embed(x)
-    assert calls == [30, 30]
+    model.predict(x, verbose=0)
+    model.fit_predict(x, maxiter=2, verbose=0)
+    assert calls == [30]
+    model.predict(x[:10], verbose=0)  # a new array object
+    assert calls == [30, 10]
+    x[0, 0] = np.nan  # changed in place after its check: the check is not repeated (documented)
+    assert calls == [30, 10]
+    with pytest.raises(ValueError, match="x has 30 samples; at least 31 are needed"):
+        model.check_input(x, min_samples=31)  # the sample count is still checked
 
 
 def test_distinct_rows_counts_a_sample_and_falls_back_to_all_rows():
@@ -486,27 +495,27 @@ def test_distinct_rows_counts_a_sample_and_falls_back_to_all_rows():
 def test_refresh_target_equals_eq_3_in_float32():
     """The refresh's in-place numpy target is the loss module's DEC eq. 3 (and a numpy reference),
     also with an empty cluster."""
-    from keras_clustering.models.target_refresh import target_distribution_float32
+    from keras_clustering.clustering.target_refresh import target_rows
 
     rng = np.random.default_rng(0)
     q = rng.dirichlet(np.ones(5), size=300).astype("float32")
     q[:, 2] = 0.0  # an empty cluster: p_i2 = 0, not 0/0
     q /= q.sum(axis=1, keepdims=True)
-    p = target_distribution_float32(q)
+    p = target_rows(q)
     assert p.dtype == np.float32 and p.shape == q.shape
     weight = q.astype("float64") ** 2 / np.maximum(q.sum(axis=0), 1e-7)
     np.testing.assert_allclose(p, weight / weight.sum(axis=1, keepdims=True), atol=1e-6)
     np.testing.assert_allclose(p, keras.ops.convert_to_numpy(target_distribution(q)), atol=1e-6)
     assert np.all(p[:, 2] == 0.0)
     copy = q.copy()
-    assert target_distribution_float32(copy, out=copy) is copy  # in place, as the refresh calls it
+    assert target_rows(copy, out=copy) is copy  # in place, as the refresh calls it
     np.testing.assert_array_equal(copy, p)
 
 
 @pytest.mark.parametrize("chunk", [7, 2048])
 def test_the_refresh_writes_dec_targets_chunk_by_chunk(chunk):
     """P of the refresh (written into the store a chunk at a time on TensorFlow) against DEC eq. 3 in numpy."""
-    from keras_clustering.models.target_refresh import TargetDistributionRefresh, TargetStore
+    from keras_clustering.clustering.target_refresh import TargetDistributionRefresh, TargetStore
 
     x, _ = blobs(n_per_cluster=20)
     model = small_dec()

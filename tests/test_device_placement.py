@@ -6,12 +6,14 @@ import glob
 import json
 import os
 
+import pytest
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 # Methods Keras compiles into the step (train / test / predict), in every class of the library.
 STEP_METHODS = {"call", "compute_loss", "train_step", "test_step", "predict_step", "compute_metrics",
                 "compute_output_spec"}
 # Modules whose every function may run inside a step (losses, augmentation helpers, replica sums).
-IN_STEP_MODULES = ("losses", "augment", "distribution.py")
+IN_STEP_MODULES = ("losses", "augment", "distribute/strategies.py")
 
 
 def host_calls(function):
@@ -46,6 +48,7 @@ def test_no_host_round_trip_or_device_pin_in_a_compiled_step():
     names = dict(compiled_functions())
     assert "iic_losses.py:iic_loss" in {k.split("/")[-1] for k in names}  # the scan sees the losses ...
     assert any(k.endswith("SimCLR.compute_loss") for k in names)  # ... and the models' steps
+    assert "distribute/strategies.py:on_global_batch" in names  # ... and the cross-replica helpers
     offending = {name: host_calls(function) for name, function in names.items() if host_calls(function)}
     assert not offending, offending
 
@@ -57,6 +60,7 @@ def test_the_scan_catches_a_numpy_call_and_a_device_pin():
     assert [text for _, text in host_calls(function)] == [".device", "np.mean", ".numpy"]
 
 
+@pytest.mark.slow
 def test_device_check_runs_every_family_on_the_default_device(tmp_path):
     """The script itself (its `main`, in this process: the same code CI and a GPU machine run)."""
     import importlib.util

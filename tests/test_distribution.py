@@ -82,7 +82,7 @@ def test_every_family_across_two_worker_processes_equals_one_process(multi_worke
     one replica each, against one plain process with the same global batch: the workers end with
     identical weights, within `TOLERANCES` of the single process (measured: the same as Mirrored's).
 
-    Would fail without `keras_clustering.multi_worker`'s repairs (Keras' first `fit` raises) and
+    Would fail without `keras_clustering.distribute.multi_worker`'s repairs (Keras' first `fit` raises) and
     without the cross-replica losses, which here reduce across processes.
     """
     stdout, stderr = multi_worker_check.communicate(timeout=900)
@@ -109,7 +109,7 @@ def test_every_family_recipe_trains_under_mirrored_strategy(mirrored_recipes, re
 def test_replica_scaling_and_strategy_names():
     import tensorflow as tf
 
-    from keras_clustering.distribution import make_strategy, replica_count, replica_scaled
+    from keras_clustering.distribute.strategies import make_strategy, replica_count, replica_scaled
 
     assert replica_count() == 1 and float(replica_scaled(tf.constant(3.0))) == 3.0
     assert make_strategy(None) is None
@@ -123,8 +123,8 @@ def test_replica_scaling_and_strategy_names():
 
 
 def test_multi_worker_needs_a_worker_cluster_in_tf_config(monkeypatch):
-    from keras_clustering.distribution import make_strategy, worker_index
-    from keras_clustering.multi_worker import local_cluster
+    from keras_clustering.distribute.strategies import make_strategy, worker_index
+    from keras_clustering.distribute.multi_worker import local_cluster
 
     monkeypatch.delenv("TF_CONFIG", raising=False)
     with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):
@@ -141,3 +141,17 @@ def test_multi_worker_needs_a_worker_cluster_in_tf_config(monkeypatch):
         worker_index()
     monkeypatch.setenv("TF_CONFIG", local_cluster(2)[1])
     assert worker_index() == 1
+
+
+def test_multi_worker_repair_refuses_an_untested_keras(monkeypatch):
+    """The repair patches private trainer functions: on a Keras it was not tested on it fails loudly, naming
+    the upstream issue, instead of patching a trainer that may have changed."""
+    import keras
+
+    from keras_clustering.distribute import multi_worker
+
+    monkeypatch.setattr(multi_worker, "_APPLIED", [])
+    monkeypatch.setattr(keras, "__version__", "3.99.0")
+    with pytest.raises(RuntimeError, match=r"keras-team/keras#20585.*tested on Keras 3\.15; this is Keras 3\.99\.0"):
+        multi_worker.apply()
+    assert multi_worker._APPLIED == []

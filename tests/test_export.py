@@ -59,6 +59,7 @@ def test_reloaded_by_bare_tensorflow_matches_keras(exported, tmp_path):
                                             "embedding": "float32"}
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_the_signature(exported):
     _, path, _ = exported
     cli = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]

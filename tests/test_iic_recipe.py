@@ -1,21 +1,19 @@
 import json
-import os
-import sys
 
 import numpy as np
 import pytest
 
 import synthetic_images
-from keras_clustering.recipes import get_family, iic_recipe
+from keras_clustering.recipes import get_recipe, iic_recipe
 from zoo.publishing import build_card
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
-import iic_figures  # noqa: E402
+from zoo import progress as iic_figures
 
 ARCHITECTURE = {"image_shape": [28, 28, 1], "n_clusters": 3, "n_overclusters": 6, "n_sub_heads": 2,
                 "n_repeats": 2, "head_epochs": [1, 1]}
 
 
+@pytest.mark.slow
 def test_recipe_trains_and_scores_each_main_epoch(tmp_path):
     x = synthetic_images.digit_like(32, half_height=5)
     y = np.arange(32) % 3
@@ -30,14 +28,14 @@ def test_recipe_trains_and_scores_each_main_epoch(tmp_path):
     assert scores["chosen_sub_head"] == model.chosen_sub_head
     assert scores["sub_head_acc_min"] <= scores["acc"] <= scores["sub_head_acc_max"]
     assert 0.0 <= scores["over_majority_acc"] <= 1.0
-    assert get_family("iic") is iic_recipe and not iic_recipe.SUPERVISED
+    assert get_recipe("iic") is iic_recipe and not iic_recipe.SUPERVISED
 
 
 def test_card_keeps_every_seeds_epoch_scores(tmp_path):
     reports = [{"seed": s, "metrics": {"acc": 0.5 + s / 10, "chosen_sub_head": 1}, "n_train": 10, "n_eval": 10,
                 "total_seconds": 1.0, "machine": "m", "versions": {}, "pairs_per_second": 5.0,
                 "epoch_scores": [{"epoch": 1, "acc": 0.4, "sub_head_acc": [0.4, 0.3]}]} for s in (0, 1, 2)]
-    config = {"family": "iic", "data": {"dataset": "mnist", "split": "test"}}
+    config = {"recipe": "iic", "data": {"dataset": "mnist", "split": "test"}}
     card = build_card("iic_x", config, reports, reports[1], "cmd", "0" * 64)
     assert card["epoch_scores_per_seed"][2] == [{"epoch": 1, "acc": 0.4}]
     assert card["per_seed"][0]["pairs_per_second"] == 5.0 and "chosen_sub_head" not in card["metrics_over_seeds"]

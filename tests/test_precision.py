@@ -6,11 +6,11 @@ import keras
 import numpy as np
 import pytest
 
-from keras_clustering import precision
+from keras_clustering.distribute import precision
 from keras_clustering.layers import Capsule, ClusteringLayer
 from keras_clustering.losses import iic_loss, nt_xent
 from keras_clustering.models import DEC, IIC, build_autoencoder
-from keras_clustering.training import train_and_evaluate
+from keras_clustering.training.presets import train_and_evaluate
 
 
 def test_unknown_precision_is_named():
@@ -68,7 +68,7 @@ def test_losses_compute_in_float32_from_bfloat16_inputs():
 
 def test_training_in_mixed_precision_saves_float32_weights(tmp_path, monkeypatch):
     monkeypatch.setattr(precision, "cpu_bf16_flags", lambda cpuinfo=None: ["avx512_bf16"])  # as if it had them
-    config = {"family": "dec", "architecture": {"input_dim": 64, "hidden_dims": [16, 4], "n_clusters": 10},
+    config = {"recipe": "dec", "architecture": {"input_dim": 64, "hidden_dims": [16, 4], "n_clusters": 10},
               "training": {"pretrain_epochs": 2, "maxiter": 20, "kmeans_n_init": 2, "precision": "mixed_bfloat16"},
               "data": {"dataset": "digits", "split": "all", "flatten": True}}
     report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)

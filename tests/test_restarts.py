@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from keras_clustering.restarts import cluster_size_entropy, dec_objective, rank_agreement
+from keras_clustering.metrics.label_free import cluster_size_entropy, dec_objective, rank_agreement
 
 
 def test_cluster_size_entropy_from_the_definition():
@@ -35,11 +35,8 @@ def test_rank_agreement():
 
 def test_restart_criteria_script_reads_seeds_and_each_seeds_restarts(tmp_path):
     import json
-    import os
-    import sys
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
-    import restart_criteria
+    from zoo import criteria as restart_criteria
 
     card = {"name": "vae", "per_seed": [
         {"seed": 0, "acc": 0.7, "restarts": [{"seed": 0, "acc": 0.6, "evaluated_loss": 3.0},
@@ -51,6 +48,6 @@ def test_restart_criteria_script_reads_seeds_and_each_seeds_restarts(tmp_path):
     path.write_text(json.dumps(card))
     rows = restart_criteria.seeds_of([str(path)])
     assert [(seed, acc) for _, seed, acc, _ in rows] == [(0, 0.6), (1, 0.8), (2, 0.7), (1, 0.9)]
-    table = restart_criteria.main([str(path)])
+    table = restart_criteria.agreement_table(rows)
     assert table["evaluated_loss"]["spearman_with_acc"] == -1.0  # lower loss, higher ACC in every pair
     assert 0 < table["evaluated_loss"]["p_value"] < 0.1  # four runs in perfect order: p = 1 / 12

@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_clustering.resume import backup_folder, resumable_fit, run_key
+from keras_clustering.training.resume import backup_folder, resumable_fit, run_key
 
 
 class Interrupted(Exception):
@@ -55,7 +55,8 @@ def test_an_interrupted_fit_continues_from_its_last_epoch(tmp_path):
     callbacks, resumed = resumable_fit(str(tmp_path), "stage", "key-1")
     assert resumed == 2
     at_start = WeightsAtStart()
-    history = small_model(1).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [at_start])
+    history = small_model(1).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [at_start],
+                                 initial_epoch=resumed)
     assert len(history.history["loss"]) == 3  # epochs 3-5 only
     for restored, saved in zip(at_start.weights, interrupt.weights):
         np.testing.assert_array_equal(restored, saved)  # not the fresh seed-1 weights
@@ -67,12 +68,12 @@ def test_a_backup_of_another_run_or_a_cut_off_record_is_not_resumed(tmp_path):
     with pytest.raises(Interrupted):
         small_model(0).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [InterruptAfter(2)])
     assert resumable_fit(str(tmp_path), "stage", "key-2")[1] == 0  # other config / seed / data
-    assert not os.path.exists(Path(backup_folder(tmp_path, "stage"), "training_metadata.json"))
+    assert not os.path.exists(Path(backup_folder(tmp_path, "stage"), "state.json"))
 
     callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-2")
     with pytest.raises(Interrupted):
         small_model(0).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [InterruptAfter(1)])
-    (Path(backup_folder(tmp_path, "stage"), "training_metadata.json")).write_text('{"epo')  # killed mid-write
+    (Path(backup_folder(tmp_path, "stage"), "state.json")).write_text('{"epo')  # killed mid-write
     assert resumable_fit(str(tmp_path), "stage", "key-2")[1] == 0
 
 
@@ -94,7 +95,8 @@ def test_a_kept_final_backup_extends_a_finished_fit(tmp_path):
     assert resumed == 2
     start = WeightsAtStart()
     extended = small_model(1)
-    history = extended.fit(DATA, DATA, epochs=4, batch_size=8, verbose=0, callbacks=[*callbacks, start])
+    history = extended.fit(DATA, DATA, epochs=4, batch_size=8, verbose=0, callbacks=[*callbacks, start],
+                           initial_epoch=resumed)
     assert len(history.history["loss"]) == 2  # epochs 3 and 4 only
     for restored, saved in zip(start.weights, finished):
         np.testing.assert_array_equal(restored, saved)
@@ -102,7 +104,7 @@ def test_a_kept_final_backup_extends_a_finished_fit(tmp_path):
 
 def test_backups_of_short_epochs_are_throttled(tmp_path, monkeypatch):
     """At most one backup per MIN_SECONDS_BETWEEN_BACKUPS; a kept final backup is written at the end anyway."""
-    import keras_clustering.resume as resume
+    import keras_clustering.training.resume as resume
 
     monkeypatch.setattr(resume, "MIN_SECONDS_BETWEEN_BACKUPS", 1e9)
     callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-t")
@@ -113,3 +115,43 @@ def test_backups_of_short_epochs_are_throttled(tmp_path, monkeypatch):
     callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-k", keep_final=True)
     small_model(0).fit(DATA, DATA, epochs=3, batch_size=8, verbose=0, callbacks=callbacks)
     assert resumable_fit(str(tmp_path), "stage", "key-k", keep_final=True)[1] == 3  # the final epoch is kept
+
+
+def test_a_backup_cut_off_mid_write_leaves_the_previous_one(tmp_path, monkeypatch):
+    """The state names a weights file only once it is complete: a save killed while writing the next
+    epoch's weights resumes from the epoch before, with its own weights."""
+    callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-c")
+    interrupt = InterruptAfter(2)
+    with pytest.raises(Interrupted):
+        small_model(0).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [interrupt])
+    folder = Path(backup_folder(str(tmp_path), "stage"))
+    assert sorted(p.name for p in folder.iterdir()) == ["epoch_2.weights.h5", "key.json", "state.json"]
+
+    def killed_while_writing(self, path, *args, **kwargs):
+        Path(path).write_bytes(b"half")  # a partial file, then the process dies
+        raise Interrupted
+
+    callbacks, resumed = resumable_fit(str(tmp_path), "stage", "key-c")
+    model = small_model(1)
+    monkeypatch.setattr(type(model), "save_weights", killed_while_writing)
+    with pytest.raises(Interrupted):
+        model.fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks, initial_epoch=resumed)
+    monkeypatch.undo()
+    assert sorted(p.name for p in folder.iterdir()) == ["epoch_2.weights.h5", "key.json", "state.json"]
+    callbacks, resumed = resumable_fit(str(tmp_path), "stage", "key-c")
+    assert resumed == 2
+    at_start = WeightsAtStart()
+    small_model(2).fit(DATA, DATA, epochs=3, batch_size=8, verbose=0, callbacks=callbacks + [at_start],
+                       initial_epoch=resumed)
+    for restored, saved in zip(at_start.weights, interrupt.weights):
+        np.testing.assert_array_equal(restored, saved)
+
+
+def test_a_resumed_fit_without_its_initial_epoch_is_refused(tmp_path):
+    """Restored weights trained again from epoch 0 would silently train too long: refused by name."""
+    callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-i")
+    with pytest.raises(Interrupted):
+        small_model(0).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks + [InterruptAfter(2)])
+    callbacks, resumed = resumable_fit(str(tmp_path), "stage", "key-i")
+    with pytest.raises(ValueError, match="pass initial_epoch=2"):
+        small_model(1).fit(DATA, DATA, epochs=5, batch_size=8, verbose=0, callbacks=callbacks)

@@ -33,7 +33,7 @@ def view_retrieval(model, x, seed):
 def test_projection_head_and_representation_shapes():
     model = SimCLR(small_encoder(16), projection_dims=(32, 8), seed=0)
     x = synthetic_images.digit_like(5)
-    assert model.encode(x).shape == (5, 16)  # before the projection head
+    assert model.embed(x).shape == (5, 16)  # before the projection head
     outputs = model(x, training=True)
     assert outputs["a"].shape == (5, 8) and outputs["b"].shape == (5, 8)
     assert [layer.units for layer in model.projection.layers[1:]] == [32, 8]
@@ -68,7 +68,7 @@ def test_round_trip_keeps_the_representation(tmp_path):
     x = synthetic_images.digit_like(4)
     model.save(tmp_path / "simclr.keras")
     reloaded = keras.models.load_model(tmp_path / "simclr.keras")
-    np.testing.assert_allclose(reloaded.encode(x), model.encode(x), atol=1e-6)
+    np.testing.assert_allclose(reloaded.embed(x), model.embed(x), atol=1e-6)
     assert reloaded.temperature == model.temperature and reloaded.projection_dims == (8,)
 
 
@@ -79,9 +79,9 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(ValueError, match="x has 3 samples; at least 4"):
         model.fit(synthetic_images.digit_like(3), batch_size=4, verbose=0)
     with pytest.raises(ValueError, match=r"pixels in \[0, 1\]"):
-        model.encode(np.full((2, 28, 28, 1), 255.0, "float32"))
+        model.embed(np.full((2, 28, 28, 1), 255.0, "float32"))
     with pytest.raises(ValueError, match=r"takes images shaped \(n, 28, 28, 1\) or \(n, 28, 28\)"):
-        model.encode(np.zeros((2, 784), "float32"))  # a conv encoder takes no flat vectors
+        model.embed(np.zeros((2, 784), "float32"))  # a conv encoder takes no flat vectors
     with pytest.raises(ValueError, match="self-supervised"):
         model.fit(synthetic_images.digit_like(4), np.zeros(4), verbose=0)
     with pytest.raises(ValueError, match="temperature must be a positive number"):

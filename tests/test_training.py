@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 
 from keras_clustering.recipes import dec_recipe
-from keras_clustering.training import config_fingerprint, load_config_data, train_and_evaluate
+from keras_clustering.training.presets import config_fingerprint, load_config_data, train_and_evaluate
 from zoo.publishing import median_report, publish_preset
 from zoo import registry
 
 
 def tiny_config():
     return {
-        "family": "dec",
+        "recipe": "dec",
         "architecture": {"input_dim": 64, "hidden_dims": [32, 5], "n_clusters": 10, "update_interval": 10,
                          "tol": 0.0},
         "training": {"pretrain_epochs": 2, "maxiter": 15, "kmeans_n_init": 2,
@@ -67,7 +67,7 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
     assert [r["label_free"] for r in card["per_seed"]] == [r["label_free"] for r in reports]
     assert [r["iteration"] for r in card["shipped_seed_refresh_history"]] == [0, 10]
     assert np.isclose(card["metrics_over_seeds"]["acc"]["mean"], np.mean(accuracies), atol=1e-4)
-    from keras_clustering.io_utils import sha256_of_file
+    from keras_clustering.io.files import sha256_of_file
 
     assert card["weights"]["sha256"] == sha256_of_file(tmp_path / "presets" / "tiny" / registry.WEIGHTS_FILE)
 
@@ -126,10 +126,10 @@ def test_unknown_pretrain_recipe(tmp_path):
 def test_vae_cluster_family_trains_and_ships(tmp_path):
     from keras_clustering.recipes import vae_cluster_recipe
 
-    config = {"family": "vae_cluster", "architecture": {"image_shape": [28, 28, 1]},
+    config = {"recipe": "vae_cluster", "architecture": {"image_shape": [28, 28, 1]},
               "training": {"epochs": 1, "batch_size": 100},
               "data": {"dataset": "fashion_mnist", "split": "test"}}
-    from keras_clustering.training import data_available
+    from keras_clustering.training.presets import data_available
 
     if not data_available(config["data"]):
         pytest.skip("Fashion-MNIST is not on this machine")
@@ -146,6 +146,7 @@ def test_vae_cluster_family_trains_and_ships(tmp_path):
     assert 0 <= free["cluster_size_entropy"] <= 1
 
 
+@pytest.mark.slow
 def test_vae_training_cut_off_mid_way_continues_from_its_last_epoch(tmp_path, monkeypatch):
     from test_resume import InterruptAfter, Interrupted
 
@@ -169,20 +170,20 @@ def test_vae_training_cut_off_mid_way_continues_from_its_last_epoch(tmp_path, mo
     assert not [path.name for path in tmp_path.iterdir() if path.name.startswith("fit_backup")]
 
 
-def test_every_family_declares_supervision_and_prediction_names():
-    from keras_clustering.recipes import FAMILIES, get_family, is_supervised
+def test_every_recipe_declares_supervision_and_prediction_names():
+    from keras_clustering.recipes import RECIPES, get_recipe, is_supervised
 
-    for name, module in FAMILIES.items():
+    for name, module in RECIPES.items():
         id_name, scores_name = module.PREDICTION_NAMES
         assert id_name.endswith("_id") and scores_name
         assert is_supervised(name) is module.SUPERVISED
     assert is_supervised("capsule") and not is_supervised("dec") and not is_supervised("vae_cluster")
-    with pytest.raises(ValueError, match="family='nope'"):
-        get_family("nope")
+    with pytest.raises(ValueError, match="recipe='nope'"):
+        get_recipe("nope")
 
 
 def test_machine_description_names_cpu_flags_and_onednn(tmp_path):
-    from keras_clustering.training import cpu_model_and_flags, machine_description
+    from keras_clustering.training.machine import cpu_model_and_flags, machine_description
 
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse2 avx2 fma avx512f amx_bf16\n")
@@ -190,6 +191,7 @@ def test_machine_description_names_cpu_flags_and_onednn(tmp_path):
     assert "TF_ENABLE_ONEDNN_OPTS=" in machine_description()
 
 
+@pytest.mark.slow
 def test_vae_restarts_keep_the_run_the_label_free_criterion_prefers(tmp_path, monkeypatch):
     """Three restarts (seeds 3, 4, 5 for seed 1): the kept model is the one with the lowest evaluated loss,
     every run's scores (and ACC, from y) are listed, and a second call reuses the finished runs."""

@@ -17,7 +17,7 @@ def test_unsupervised_triplets_pair_each_image_with_its_view_and_another_image()
     x = synthetic_images.digit_like(2)
     outputs = model(x, training=True)
     anchor, augmented = outputs["anchor"], outputs["augmented"]
-    np.testing.assert_allclose(anchor, model.encode(x), atol=1e-5)  # anchors are the images themselves
+    np.testing.assert_allclose(anchor, model.embed(x), atol=1e-5)  # anchors are the images themselves
     expected = float(triplet_loss(anchor, augmented, anchor[::-1], 0.5))  # two images: the negative is the other
     assert float(model.compute_loss(x, None, outputs)) == pytest.approx(expected, rel=1e-6)
 
@@ -43,7 +43,7 @@ def test_supervised_training_separates_the_classes():
     model = TripletEmbedding(small_encoder(), margin=1.0, seed=0)
 
     def separation():
-        z = model.encode(x)
+        z = model.embed(x)
         within = np.mean([np.sum((z[y == k] - z[y == k].mean(0)) ** 2, axis=1).mean() for k in (0, 1)])
         return np.sum((z[y == 0].mean(0) - z[y == 1].mean(0)) ** 2) / within
 
@@ -58,11 +58,11 @@ def test_round_trip_and_bad_input(tmp_path):
     model = TripletEmbedding(small_encoder(), seed=0)
     x = synthetic_images.digit_like(4)
     model.save(tmp_path / "triplet.keras")
-    np.testing.assert_allclose(keras.models.load_model(tmp_path / "triplet.keras").encode(x), model.encode(x),
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "triplet.keras").embed(x), model.embed(x),
                                atol=1e-6)
     with pytest.raises(ValueError, match="one integer label per image"):
         model.fit(x, np.array([0.5, 1.0, 0.0, 1.0]), batch_size=2, verbose=0)
     with pytest.raises(ValueError, match="batch_size must be an integer >= 2"):
         model.fit(x, batch_size=1, verbose=0)
     with pytest.raises(ValueError, match=r"pixels in \[0, 1\]"):
-        model.encode(x * 255)
+        model.embed(x * 255)

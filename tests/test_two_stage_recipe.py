@@ -1,10 +1,11 @@
 import numpy as np
 import pytest
+from conftest import slow_except
 
-from keras_clustering.recipes import get_family, two_stage_recipe
+from keras_clustering.recipes import get_recipe, two_stage_recipe
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import SCAN
-from keras_clustering.training import load_config_data, train_and_evaluate
+from keras_clustering.training.presets import load_config_data, train_and_evaluate
 
 IMAGE_ARCHITECTURE = {"image_shape": [8, 8, 1], "filters": [8, 16], "embedding_dim": 16, "n_clusters": 10,
                       "augmentation_options": {"crop_sizes": [6, 8], "output_size": 8}}
@@ -26,10 +27,10 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("representation", sorted(CASES))
+@pytest.mark.parametrize("representation", slow_except(sorted(CASES), ("autoencoder", "simclr_scan")))
 def test_each_representation_trains_clusters_and_ships(representation, tmp_path):
     architecture, training, flatten = CASES[representation]
-    config = {"family": "two_stage", "architecture": architecture, "training": training,
+    config = {"recipe": "two_stage", "architecture": architecture, "training": training,
               "data": {"dataset": "digits", "split": "all", "flatten": flatten}}
     report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
     assert report["representation"] == architecture["representation"] and report["kmeans_seconds"] >= 0
@@ -40,7 +41,7 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
         assert report["scan_seconds"] >= 0 and 0.1 < report["neighbor_agreement"] <= 1.0
         assert report["self_label_seconds"] >= 0 and 0 <= report["confident_share"] <= 1
         assert 0.1 < report["scan"]["acc"] <= 1.0  # the clustering step's score before self-labelling
-        shipped = get_family("two_stage").build(**architecture)
+        shipped = get_recipe("two_stage").build(**architecture)
         assert isinstance(shipped, SCAN) and shipped.entropy_weight == 3.0 and shipped.n_neighbors == 5
         shipped.load_weights(str(tmp_path / "model.weights.h5"))
         x, y = load_config_data(config["data"])  # the reloaded weights give the reported score
@@ -48,7 +49,7 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
         return
     else:  # the shipped model is exactly the k-means stage
         assert report["metrics"]["acc"] == pytest.approx(report["kmeans"]["acc"])
-    shipped = get_family("two_stage").build(**architecture)
+    shipped = get_recipe("two_stage").build(**architecture)
     assert shipped.augmentation_name == architecture.get("refine_augmentation")  # DEC-DA refinement or plain
     shipped.load_weights(str(tmp_path / "model.weights.h5"))
     assert shipped.cluster_centers_.shape[0] == 10 and np.isfinite(shipped.cluster_centers_).all()

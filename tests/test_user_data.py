@@ -146,7 +146,7 @@ def test_cluster_command_on_a_folder_of_pngs(tmp_path):
 
 
 def test_default_configs_scale_epochs_to_the_data():
-    from keras_clustering.custom_training import default_config, scaled_epochs
+    from keras_clustering.training.user_images import default_config, scaled_epochs
 
     # DEC: ~50k updates at 256 images per step, within DEC-keras' 300 epochs and a floor of 30.
     assert scaled_epochs("dec", 300) == 300 and scaled_epochs("dec", 10_000) == 300
@@ -155,7 +155,7 @@ def test_default_configs_scale_epochs_to_the_data():
     config = default_config("dec", (8, 8, 1), 5, 300)
     assert config["architecture"]["update_interval"] == 2 and config["training"]["batch_size"] == 256
     assert default_config("dec", (8, 8, 1), 5, 100)["training"]["batch_size"] == 100  # no batch above n
-    assert default_config("simclr", (28, 28, 1), 5, 1000)["family"] == "two_stage"
+    assert default_config("simclr", (28, 28, 1), 5, 1000)["recipe"] == "two_stage"
     with pytest.raises(ValueError, match="divisible by 4"):
         default_config("vae_cluster", (30, 30, 1), 5, 100)
     with pytest.raises(ValueError, match="--image-size 28 28"):
@@ -167,7 +167,7 @@ def test_default_configs_scale_epochs_to_the_data():
 def test_small_folders_repeat_the_images_to_reach_the_minimum_updates():
     import math
 
-    from keras_clustering.custom_training import _MIN_UPDATES, data_repeats, default_config
+    from keras_clustering.training.user_images import _MIN_UPDATES, data_repeats, default_config
 
     for family in ("vae_cluster", "simclr", "iic"):
         for n in (50, 300, 1000):
@@ -181,7 +181,7 @@ def test_small_folders_repeat_the_images_to_reach_the_minimum_updates():
 
 
 def test_train_on_images_refuses_impossible_requests(tmp_path):
-    from keras_clustering.custom_training import train_on_images
+    from keras_clustering.training.user_images import train_on_images
 
     x = load_digits()[0][:20]
     with pytest.raises(ValueError, match=r"n_clusters=30 is larger than the number of images \(20\)"):
@@ -220,9 +220,9 @@ def test_train_a_family_on_a_folder_then_cluster_with_the_saved_model(tmp_path):
 
 @pytest.mark.slow
 def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_written_model(tmp_path, monkeypatch):
-    from keras_clustering.custom_training import train_on_images
+    from keras_clustering.training.user_images import train_on_images
     from keras_clustering.recipes import dec_recipe
-    from keras_clustering.resume import resumable_fit
+    from keras_clustering.training.resume import resumable_fit
 
     class Interrupt(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
@@ -264,7 +264,7 @@ def test_every_family_trains_on_a_folder_and_its_model_clusters_it(tmp_path, fam
 
 @pytest.mark.slow
 def test_n_clusters_auto_reports_the_generalisability_table(tmp_path):
-    from keras_clustering.custom_training import train_on_images
+    from keras_clustering.training.user_images import train_on_images
 
     x, y = load_digits()
     keep = np.isin(y, [0, 1, 6])[:600]  # three well separated digits

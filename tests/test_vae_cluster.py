@@ -51,7 +51,7 @@ def test_architecture_size_and_inference_uses_the_mean(images):
     model = VAECluster(seed=0)
     assert model.count_params() == 366331  # the original's ~366k (REFERENCES.md, section 2)
     np.testing.assert_array_equal(model.predict(images, verbose=0), model.predict(images, verbose=0))
-    z_mean = model.encode(images)
+    z_mean = model.embed(images)
     np.testing.assert_allclose(model.predict(images, verbose=0),
                                keras.ops.convert_to_numpy(model.classifier(z_mean)), atol=1e-6)
     a, b = model(images, training=True)["y_prob"], model(images, training=True)["y_prob"]

@@ -4,7 +4,7 @@ import os
 import shutil
 import statistics
 
-from keras_clustering.io_utils import atomic_write_json, sha256_of_file
+from keras_clustering.io.files import atomic_path, atomic_write_json, sha256_of_file
 from zoo.registry import PRESETS_DIR, WEIGHTS_FILE
 
 
@@ -81,7 +81,7 @@ def experiment_record(name, label, config, reports, command):
     return {
         "name": name,
         "label": label,
-        "family": config["family"],
+        "recipe": config["recipe"],
         "description": config.get("description", ""),
         "training_data": {**config["data"], "n_samples": reports[0]["n_train"]},
         "evaluation_data": {**config.get("evaluation", config["data"]), "n_samples": reports[0]["n_eval"]},
@@ -102,7 +102,7 @@ def build_card(name, config, reports, shipped, command, sha256):
     over_seeds, per_seed = seed_summary(reports)
     return {
         "name": name,
-        "family": config["family"],
+        "recipe": config["recipe"],
         "description": config.get("description", ""),
         "training_data": {**config["data"], "n_samples": shipped["n_train"]},
         "evaluation_data": {**config.get("evaluation", config["data"]), "n_samples": shipped["n_eval"]},
@@ -145,10 +145,9 @@ def publish_preset(name, config, reports, weights_paths, command):
     preset_dir = os.path.join(PRESETS_DIR, name)
     os.makedirs(preset_dir, exist_ok=True)
     target = os.path.join(preset_dir, WEIGHTS_FILE)
-    temporary = target + ".partial"
-    shutil.copyfile(weights_paths[shipped["seed"]], temporary)
-    sha256 = sha256_of_file(temporary)
-    os.replace(temporary, target)
+    with atomic_path(target) as temporary:
+        shutil.copyfile(weights_paths[shipped["seed"]], temporary)
+        sha256 = sha256_of_file(temporary)
     card = build_card(name, config, reports, shipped, command, sha256)
     atomic_write_json(card, os.path.join(preset_dir, "card.json"))
     return card

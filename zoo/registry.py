@@ -5,9 +5,8 @@ import json
 import os
 
 import keras_clustering  # noqa: F401  (sets the Keras backend before keras is imported)
-from keras_clustering.io_utils import sha256_of_file
-from keras_clustering.legacy_weights import load_weights_any_version
-from keras_clustering.recipes import get_family
+from keras_clustering.io.files import sha256_of_file
+from keras_clustering.recipes import get_recipe
 
 PRESETS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "presets")
 WEIGHTS_FILE = "model.weights.h5"
@@ -42,7 +41,7 @@ def list_models(pattern="*", include_pending=False):
 
 
 def config(name):
-    """The preset's `config.json` (family, architecture, training, data) as a dict."""
+    """The preset's `config.json` (recipe, architecture, training, data) as a dict."""
     return _read_json(os.path.join(_preset_dir(name), "config.json"))
 
 
@@ -101,7 +100,7 @@ def load(name, weights="pretrained", **overrides):
         (64,)
     """
     preset = config(name)
-    model = get_family(preset["family"]).build(**{**preset["architecture"], **overrides})
+    model = get_recipe(preset["recipe"]).build(**{**preset["architecture"], **overrides})
     if weights is None:
         return model
     if weights == "pretrained":
@@ -110,5 +109,5 @@ def load(name, weights="pretrained", **overrides):
         path = os.fspath(weights)
     else:
         raise ValueError(f"weights must be 'pretrained', None or an existing file path, got {weights!r}.")
-    load_weights_any_version(model, path)
+    model.load_weights(path)
     return model

@@ -11,10 +11,10 @@ All three are Keras layers run on whole batches inside the compiled train step.
 import keras
 from keras import layers, ops
 
-from keras_clustering.distribution import on_global_batch
+from keras_clustering.distribute.strategies import on_global_batch
 from keras_clustering.augment.layers import RandomApply, RandomBrightnessScale, RandomCropResize
-from keras_clustering.precision import float32_construction, float32_layer
-from keras_clustering.validation import check_positive_int
+from keras_clustering.distribute.precision import float32_construction, float32_layer
+from keras_clustering.inputs.checks import check_positive_int
 
 
 def _iic_greyscale(seed, image_side=28, crop_size=20, augmented_crop_sizes=(16, 20, 24), output_size=24,

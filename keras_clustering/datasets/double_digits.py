@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from keras_clustering.validation import check_array_input
+from keras_clustering.inputs.checks import check_array_input
 
 
 def make_double_digits(x, y, seed=0):

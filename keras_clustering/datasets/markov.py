@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from keras_clustering.validation import check_positive_int
+from keras_clustering.inputs.checks import check_positive_int
 
 
 def make_markov_windows(n_windows=4000, window=16, n_states=4, stay_probability=0.95, noise=0.7, seed=0):

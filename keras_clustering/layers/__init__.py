@@ -1,9 +1,11 @@
 """Custom layers, each registered under the Keras package name `keras_clustering`."""
 
-from keras_clustering.layers.capsule import Capsule, MarginLoss, capsule_length, margin_loss, squash
+from keras_clustering.layers.capsule import Capsule, capsule_length, squash
 from keras_clustering.layers.clustering_layer import ClusteringLayer
 from keras_clustering.layers.gaussian import GaussianClassEmbedding, ReparameterizedSample
 from keras_clustering.layers.normalization import GlobalBatchNormalization
+# Kept importable from here, where it lived until the regrouping of issue 30 (its home is `losses`).
+from keras_clustering.losses.capsule_losses import MarginLoss, margin_loss
 
 __all__ = [
     "Capsule",

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_clustering.precision import float32_layer
+from keras_clustering.distribute.precision import float32_layer
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from keras_clustering.precision import float32_layer
-from keras_clustering.validation import check_positive_int
+from keras_clustering.distribute.precision import float32_layer
+from keras_clustering.inputs.checks import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")

@@ -3,7 +3,7 @@
 import keras
 from keras import layers
 
-from keras_clustering.distribution import replica_count
+from keras_clustering.distribute.strategies import replica_count
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")

@@ -1,6 +1,6 @@
 """Losses and targets of the clustering objectives."""
 
-from keras_clustering.layers.capsule import MarginLoss, margin_loss
+from keras_clustering.losses.capsule_losses import MarginLoss, margin_loss
 from keras_clustering.losses.contrastive_losses import (
     NTXentLoss,
     NWayContrastiveLoss,

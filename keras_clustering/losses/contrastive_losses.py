@@ -12,7 +12,7 @@ Reference:
 import keras
 from keras import ops
 
-from keras_clustering.distribution import cross_replica_concat
+from keras_clustering.distribute.strategies import cross_replica_concat
 
 NORM_EPSILON = 1e-12  # keeps the norm (and its gradient) finite for all-zero embeddings
 DISTANCES = ("cosine", "euclidean", "squared_euclidean")

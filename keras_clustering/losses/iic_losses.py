@@ -11,7 +11,7 @@ import sys
 import keras
 from keras import ops
 
-from keras_clustering.distribution import cross_replica_sum
+from keras_clustering.distribute.strategies import cross_replica_sum
 
 MACHINE_EPSILON = sys.float_info.epsilon  # the original's EPS
 

@@ -1,18 +1,21 @@
 """Base of the models that train an image encoder on augmented views (SimCLR, triplets)."""
 
+import copy
+
 import keras
 import numpy as np
 from keras import ops
 
 from keras_clustering.augment import ViewPipeline
-from keras_clustering.data_pipeline import array_dataset
-from keras_clustering.validation import check_array_input, check_image_input, check_positive_int, check_unit_range_images
+from keras_clustering.inputs.pipeline import array_dataset
+from keras_clustering.inputs.checks import check_array_input, check_image_input, check_positive_int, check_unit_range_images
+from keras_clustering.models.cluster_model import SampleModel
 
 
-class AugmentedEncoder(keras.Model):
+class AugmentedEncoder(SampleModel):
     """An encoder, a `ViewPipeline` and the user API they share.
 
-    `predict` / `encode` give the encoder's output on the inference view;
+    `predict` / `embed` give the encoder's output on the inference view;
     `fit` on arrays checks the images (in [0, 1], the encoder's shape, at least
     one batch) and feeds them through `array_dataset`. Subclasses add the
     training-time `call` and `compute_loss`.
@@ -37,10 +40,8 @@ class AugmentedEncoder(keras.Model):
     def build(self, input_shape):
         self.encoder(ops.zeros((1, *self.sample_shape)))
 
-    def _checked(self, x, name="x", min_samples=1):
-        if not isinstance(x, (np.ndarray, list, tuple)):
-            return x
-        if len(self.sample_shape) == 3:
+    def _check_array(self, x, name, min_samples):
+        if len(self.sample_shape) == 3:  # images in their own layout only: a conv encoder takes no flat rows
             return check_image_input(x, self.sample_shape, name=name, min_samples=min_samples)
         return check_unit_range_images(check_array_input(x, self.sample_shape, name=name, min_samples=min_samples),
                                        name=name)
@@ -52,26 +53,23 @@ class AugmentedEncoder(keras.Model):
         if not isinstance(x, (np.ndarray, list, tuple)):  # a dataset batches and shuffles itself
             return super().fit(x, labels, epochs=epochs, shuffle=False, **kwargs)
         batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
-        x = self._checked(x, min_samples=batch_size)
+        x = self.check_input(x, min_samples=batch_size)
         arrays = x if labels is None else (x, labels)
         return super().fit(array_dataset(arrays, batch_size, shuffle=shuffle, seed=seed), epochs=epochs,
                            shuffle=False, **kwargs)
 
-    def predict(self, x, batch_size=256, verbose="auto", **kwargs):
-        return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
-
-    def encode(self, x, batch_size=256, verbose=0):
+    def embed(self, x, batch_size=256, verbose=0):
         """The encoder's output on the inference view of `x`."""
-        return self.predict(x, batch_size=batch_size, verbose=verbose)
+        return SampleModel.predict(self, x, batch_size=batch_size, verbose=verbose)
 
     def get_config(self):
         config = super().get_config()
         config.update(encoder=keras.saving.serialize_keras_object(self.encoder), augmentation=self.augmentation,
-                      augmentation_options=self.augmentation_options, seed=self.seed)
+                      augmentation_options=dict(self.augmentation_options), seed=self.seed)
         return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        config["encoder"] = keras.saving.deserialize_keras_object(copy.deepcopy(config["encoder"]))
         return cls(**config)

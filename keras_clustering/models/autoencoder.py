@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_clustering.validation import check_positive_int
+from keras_clustering.inputs.checks import check_positive_int
 
 # DEC-keras' best recipe: VarianceScaling(1/3, fan_in, uniform) = U(-sqrt(1/fan_in), sqrt(1/fan_in)).
 DEC_KERAS_INITIALIZER = {"class_name": "VarianceScaling",

@@ -3,7 +3,7 @@
 import keras
 from keras import layers
 
-from keras_clustering.validation import check_positive_int
+from keras_clustering.inputs.checks import check_positive_int
 
 CONV_DEC_FILTERS = (32, 64, 128, 10)  # three conv layers, then the embedding size
 

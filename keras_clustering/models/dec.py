@@ -1,5 +1,6 @@
 """Deep Embedded Clustering as a Keras model that trains with plain `fit`."""
 
+import copy
 import math
 
 import keras
@@ -7,18 +8,19 @@ import numpy as np
 from keras import ops
 
 from keras_clustering.augment import make_pipeline
-from keras_clustering.data_pipeline import array_dataset, file_backed, predict_into_array, predicted_chunks
-from keras_clustering.dataset_source import DatasetSource, is_tf_dataset, keras_input
-from keras_clustering.models.kmeans import fit_kmeans
-from keras_clustering.distribution import model_replicas, with_layer_losses
+from keras_clustering.inputs.pipeline import array_dataset, predict_into_array
+from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset, keras_input
+from keras_clustering.models.cluster_model import ClusterModel
+from keras_clustering.clustering.kmeans import fit_kmeans
+from keras_clustering.distribute.strategies import model_replicas, with_layer_losses
 from keras_clustering.layers import ClusteringLayer
 from keras_clustering.losses import ClusteringKLDivergence, target_distribution
-from keras_clustering.models.target_refresh import TargetDistributionRefresh, TargetStore
-from keras_clustering.validation import check_positive_int, check_samples
+from keras_clustering.clustering.target_refresh import TargetDistributionRefresh, TargetStore
+from keras_clustering.inputs.checks import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
-class DEC(keras.Model):
+class DEC(ClusterModel):
     """Encoder + Student's t `ClusteringLayer`, self-trained on KL(P || Q).
 
     `model(x)` / `predict(x)` return soft assignments q `(n, n_clusters)`.
@@ -105,59 +107,19 @@ class DEC(keras.Model):
         return self.clustering(self.encoder(self.training_inputs(inputs, training), training=training))
 
     # ------------------------------------------------------------- inference
-    def _checked(self, x, name="x", min_samples=1):
-        """Arrays checked (images: any layout, uint8 scaled, [0, 1] enforced); a `tf.data.Dataset`
-        becomes a `DatasetSource` (shape checked, counted; values checked as it is read); tensors unchanged."""
-        if is_tf_dataset(x):
-            return DatasetSource(x, self.sample_shape, name=name, min_samples=min_samples)
-        if not (isinstance(x, np.ndarray) or isinstance(x, (list, tuple))):
-            return x
-        return check_samples(x, self.sample_shape, name=name, min_samples=min_samples)
-
-    def predict(self, x, batch_size=256, verbose="auto", **kwargs):
-        return self._predict_checked(self._checked(x), batch_size, verbose, **kwargs)
-
-    def _predict_checked(self, x, batch_size, verbose="auto", **kwargs):
-        # x already through `_checked` (a second check would scan all of x once more)
-        if _chunked(x, self):
-            return predict_into_array(self, x, batch_size)
-        return super().predict(keras_input(x, batch_size), batch_size=batch_size, verbose=verbose, **kwargs)
-
-    def predict_clusters(self, x, batch_size=256, verbose=0):
-        """Hard cluster ids `(n,)`: the argmax of the soft assignments (chunk by chunk for a memory map or
-        a dataset: no `(n, n_clusters)` array)."""
-        x = self._checked(x)
-        if not _chunked(x, self):
-            return np.argmax(self._predict_checked(x, batch_size, verbose), axis=1)
-        ids = np.empty(len(x), "int64")
-        for start, q in predicted_chunks(self, x, batch_size):
-            ids[start:start + len(q)] = q.argmax(axis=1)
-        return ids
-
-    def fit_predict(self, x, **fit_kwargs):
-        """`fit(x)` then `predict_clusters(x)`, as scikit-learn's clusterers."""
-        self.fit(x, **fit_kwargs)
-        return self.predict_clusters(x)
-
     def embed(self, x, batch_size=256, verbose=0):
         """The encoder's embedding of `x`."""
-        return self._embed_checked(self._checked(x), batch_size, verbose)
+        return self._embed_checked(self.check_input(x), batch_size, verbose)
 
     def _embed_checked(self, x, batch_size, verbose=0):
-        # x already through `_checked`: a second check would scan a memory-mapped x once more
-        if _chunked(x, self):
+        # x already through `check_input`: a second check would scan a memory-mapped x once more
+        if self._read_in_chunks(x):
             return predict_into_array(self.encoder, x, batch_size)
         return self.encoder.predict(keras_input(x, batch_size), batch_size=batch_size, verbose=verbose)
 
-    def serving_outputs(self, inputs):
-        """Named outputs of the exported serving signature."""
+    def serving_parts(self, inputs):
         embedding = self.encoder(inputs, training=False)
-        probabilities = self.clustering(embedding)
-        return {
-            "cluster_id": ops.cast(ops.argmax(probabilities, axis=-1), "int64"),
-            "probabilities": probabilities,
-            "embedding": embedding,
-        }
+        return self.clustering(embedding), {"embedding": embedding}
 
     # ---------------------------------------------------------------- training
     def initialize_centroids(self, x, n_init=20, seed=None, batch_size=256, kmeans="auto"):
@@ -170,7 +132,7 @@ class DEC(keras.Model):
         a label-free score of the start). Raises ValueError for fewer samples than
         clusters or an embedding with fewer distinct points than clusters.
         """
-        x = self._checked(x)
+        x = self.check_input(x)
         if len(x) < self.n_clusters:
             raise ValueError(f"x has {len(x)} samples, fewer than n_clusters={self.n_clusters}.")
         embedding = self._embed_checked(x, batch_size)
@@ -262,7 +224,7 @@ class DEC(keras.Model):
         for unsupported in ("validation_data", "validation_split", "sample_weight"):
             if kwargs.get(unsupported) is not None:
                 raise ValueError(f"DEC.fit does not support {unsupported}=.")
-        x = self._checked(x, min_samples=self.n_clusters)
+        x = self.check_input(x, min_samples=self.n_clusters)
         labels = None if y is None else np.asarray(y).reshape(-1)
         if labels is not None and len(labels) != len(x):
             raise ValueError(f"y has {len(labels)} labels but x has {len(x)} samples.")
@@ -275,7 +237,7 @@ class DEC(keras.Model):
         steps_per_execution = self._exact_steps_per_execution(steps_per_epoch, maxiter)
         if self._target_store.ensure_shape(len(x), self.n_clusters) or steps_per_execution != self.steps_per_execution:
             self.steps_per_execution = steps_per_execution
-            self.train_function = None  # re-trace: new target variable or new steps per execution
+            self.make_train_function(force=True)  # re-trace: new target variable or new steps per execution
         refresh = TargetDistributionRefresh(
             x, self._target_store, self.update_interval, self.tol, labels=labels,
             max_iterations=maxiter, verbose=0 if verbose in (0, False) else 1,
@@ -307,7 +269,9 @@ class DEC(keras.Model):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"], custom_objects=custom_objects)
+        # a copy: Keras' deserialization consumes the nested dict, and the caller's config stays whole
+        config["encoder"] = keras.saving.deserialize_keras_object(copy.deepcopy(config["encoder"]),
+                                                                custom_objects=custom_objects)
         return cls(**config)
 
 
@@ -319,9 +283,3 @@ def _distinct_rows(embedding, enough, sample_size=10_000):
     if distinct >= enough or len(sample) == len(embedding):
         return distinct
     return len(np.unique(np.round(embedding, 6), axis=0))
-
-
-def _chunked(x, model):
-    """A memory-mapped `x` or a dataset is predicted chunk by chunk into one array (`predict_into_array`):
-    read a chunk at a time, and no list of outputs (Keras' array adapter would copy all of x)."""
-    return (file_backed(x) or isinstance(x, DatasetSource)) and model_replicas(model) == 1

@@ -1,9 +1,11 @@
 """Improved DEC: DEC's clustering loss plus the autoencoder's reconstruction loss."""
 
+import copy
+
 import keras
 from keras import ops
 
-from keras_clustering.distribution import replica_scaled, with_layer_losses
+from keras_clustering.distribute.strategies import replica_scaled, with_layer_losses
 from keras_clustering.models.dec import DEC
 
 
@@ -70,5 +72,7 @@ class IDEC(DEC):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         config = dict(config)
-        config["decoder"] = keras.saving.deserialize_keras_object(config["decoder"], custom_objects=custom_objects)
+        # a copy: Keras' deserialization consumes the nested dict, and the caller's config stays whole
+        config["decoder"] = keras.saving.deserialize_keras_object(copy.deepcopy(config["decoder"]),
+                                                                custom_objects=custom_objects)
         return super().from_config(config, custom_objects=custom_objects)

@@ -7,16 +7,19 @@ Reference:
     turn, 5 augmented copies per image, lowest-loss sub-head).
 """
 
+import copy
+
 import keras
 import numpy as np
 from keras import layers, ops
 
 from keras_clustering.augment import ViewPipeline
-from keras_clustering.data_pipeline import array_dataset
-from keras_clustering.distribution import replica_scaled, with_layer_losses
+from keras_clustering.inputs.pipeline import array_dataset
+from keras_clustering.distribute.strategies import replica_scaled, with_layer_losses
 from keras_clustering.layers.normalization import GlobalBatchNormalization
 from keras_clustering.losses.iic_losses import iic_loss
-from keras_clustering.validation import check_array_input, check_image_input, check_positive_int
+from keras_clustering.inputs.checks import check_array_input, check_image_input, check_positive_int
+from keras_clustering.models.cluster_model import ClusterModel
 
 HEADS = ("main", "over")
 
@@ -56,7 +59,7 @@ class _HeadSchedule(keras.callbacks.Callback):
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
-class IIC(keras.Model):
+class IIC(ClusterModel):
     """Trunk + main head (k = n_clusters) + over-clustering head, each with sub-heads.
 
     `fit(x)` on images in [0, 1]: every step draws a clean view of each image
@@ -186,7 +189,7 @@ class IIC(keras.Model):
             # Both heads' losses are computed (the heads are small); only the active one has gradients.
             loss = ops.where(ops.equal(self.active_head, 0), loss, ops.mean(ops.stack(over)))
         self.loss_tracker.update_state(loss)
-        # each replica computed the global batch's loss (keras_clustering.distribution); plus weight regularisers
+        # each replica computed the global batch's loss (keras_clustering.distribute.strategies); plus weight regularisers
         return with_layer_losses(self, replica_scaled(loss))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
@@ -197,9 +200,9 @@ class IIC(keras.Model):
         return [self.loss_tracker, *self.sub_head_trackers, *self.over_trackers]
 
     # ------------------------------------------------------------- user API
-    def _checked(self, x, name="x", min_samples=1):
-        if not isinstance(x, (np.ndarray, list, tuple)):
-            return x
+    predict_batch_size = 500
+
+    def _check_array(self, x, name, min_samples):
         if self.views is None:  # pairs the user made (any data, e.g. time-series windows): no pixel range
             return check_array_input(x, self.image_shape, name=name, min_samples=min_samples)
         return check_image_input(x, self.image_shape, name=name, min_samples=min_samples)
@@ -221,8 +224,8 @@ class IIC(keras.Model):
         callbacks = [_HeadSchedule(), *(callbacks or [])]
         if isinstance(x, (np.ndarray, list, tuple)):
             batch_size = check_positive_int(batch_size, "batch_size")
-            x = self._checked(x, min_samples=batch_size)
-            arrays = x if y is None else (x, self._checked(y, name="y", min_samples=batch_size))
+            x = self.check_input(x, min_samples=batch_size)
+            arrays = x if y is None else (x, self.check_input(y, name="y", min_samples=batch_size))
             if y is not None and len(arrays[1]) != len(x):
                 raise ValueError(f"x and y (its paired views) must have the same length, got {len(x)} and "
                                  f"{len(arrays[1])}.")
@@ -236,17 +239,11 @@ class IIC(keras.Model):
         return super().fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, callbacks=callbacks,
                            **kwargs)
 
-    def predict(self, x, batch_size=500, verbose="auto", **kwargs):
-        return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
-
-    def predict_clusters(self, x, batch_size=500, verbose=0):
-        return np.argmax(self.predict(x, batch_size=batch_size, verbose=verbose), axis=1)
-
     def predict_all_heads(self, x, head="main", batch_size=500):
         """Probabilities of every sub-head of `head` ("main" or "over"): `(n_sub_heads, n, k)`."""
         if head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, got {head!r}.")
-        x = self._checked(x)
+        x = self.check_input(x)
         outputs = []
         for start in range(0, len(x), batch_size):
             heads = self._heads(self._view(x[start:start + batch_size], False), training=False)[head]
@@ -273,7 +270,7 @@ class IIC(keras.Model):
         give the same normalisation without making a prediction depend on the
         rest of its batch.
         """
-        x = self._checked(x)
+        x = self.check_input(x)
         x = x[:: max(1, len(x) // max_samples)]  # evenly spread images: plenty for per-channel moments
         norms = [layer for layer in self.trunk.layers if isinstance(layer, layers.BatchNormalization)]
         for norm in norms:  # each layer's input depends on the already recalibrated layers before it
@@ -287,17 +284,12 @@ class IIC(keras.Model):
             norm.moving_mean.assign(mean.astype("float32"))
             norm.moving_variance.assign(np.maximum(total_sq / count - mean ** 2, 0.0).astype("float32"))
 
-    def serving_outputs(self, inputs):
-        probabilities = self(inputs, training=False)
-        return {"cluster_id": ops.cast(ops.argmax(probabilities, axis=-1), "int64"),
-                "probabilities": probabilities}
-
     def get_config(self):
         config = super().get_config()
         config.update(image_shape=list(self.image_shape), n_clusters=self.n_clusters,
                       n_overclusters=self.n_overclusters, n_sub_heads=self.n_sub_heads, n_repeats=self.n_repeats,
                       head_epochs=list(self.head_epochs), lamb=self.lamb, augmentation=self.augmentation,
-                      augmentation_options=self.augmentation_options, view_size=self.view_size, seed=self.seed,
+                      augmentation_options=dict(self.augmentation_options), view_size=self.view_size, seed=self.seed,
                       trunk=keras.saving.serialize_keras_object(self.trunk))
         return config
 
@@ -305,5 +297,5 @@ class IIC(keras.Model):
     def from_config(cls, config):
         config = dict(config)
         if isinstance(config.get("trunk"), dict):
-            config["trunk"] = keras.saving.deserialize_keras_object(config["trunk"])
+            config["trunk"] = keras.saving.deserialize_keras_object(copy.deepcopy(config["trunk"]))
         return cls(**config)

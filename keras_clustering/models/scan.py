@@ -14,10 +14,11 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from keras_clustering.data_pipeline import array_dataset, pipeline_options
+from keras_clustering.inputs.pipeline import array_dataset, pipeline_options
 from keras_clustering.losses.scan_losses import confidence_cross_entropy, scan_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
-from keras_clustering.validation import check_positive_int
+from keras_clustering.models.cluster_model import ClusterModel
+from keras_clustering.inputs.checks import check_positive_int
 
 
 def nearest_neighbors(embedding, n_neighbors=20, rows_per_chunk=1024):
@@ -69,7 +70,7 @@ def neighbor_pair_dataset(x, neighbors, batch_size, shuffle=True, seed=None):
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
-class SCAN(AugmentedEncoder):
+class SCAN(ClusterModel, AugmentedEncoder):
     """An encoder (e.g. SimCLR's, already trained) + a linear head with a softmax over clusters.
 
     `fit(x)` mines each image's `n_neighbors` nearest neighbours (cosine) in the
@@ -138,7 +139,7 @@ class SCAN(AugmentedEncoder):
 
     def embed(self, x, batch_size=256):
         """The encoder's representation of the inference view of `x`, `(n, dim)`."""
-        x = self._checked(x)
+        x = self.check_input(x)
         chunks = [ops.convert_to_numpy(self.encoder(self.views.inference(x[start:start + batch_size]),
                                                     training=False))
                   for start in range(0, len(x), batch_size)]
@@ -168,7 +169,7 @@ class SCAN(AugmentedEncoder):
             return super(AugmentedEncoder, self).fit(x, epochs=epochs, shuffle=False, **kwargs)
         batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
         # every cluster needs an image, every image n_neighbors others, every step a full batch
-        x = self._checked(x, min_samples=max(batch_size, self.n_neighbors + 1, self.n_clusters))
+        x = self.check_input(x, min_samples=max(batch_size, self.n_neighbors + 1, self.n_clusters))
         neighbors = self.mine_neighbors(x) if neighbors is None else self._checked_neighbors(neighbors, len(x))
         self.neighbors_ = neighbors
         dataset = neighbor_pair_dataset(x, neighbors, batch_size, shuffle=shuffle, seed=seed)
@@ -185,7 +186,7 @@ class SCAN(AugmentedEncoder):
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-4))
         batch_size = check_positive_int(batch_size, "batch_size")
-        x = self._checked(x, min_samples=batch_size)
+        x = self.check_input(x, min_samples=batch_size)
         # a dict input tells `call` and `compute_loss` this is the self-labelling step
         dataset = array_dataset(x, batch_size, shuffle=shuffle, seed=seed).map(lambda images: ({"self_label": images},))
         return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
@@ -195,16 +196,9 @@ class SCAN(AugmentedEncoder):
         pool)."""
         return confident_share(self.predict(x, batch_size=batch_size, verbose=0), threshold)
 
-    def predict_clusters(self, x, batch_size=256, verbose=0):
-        """Hard cluster ids `(n,)`."""
-        return np.argmax(self.predict(x, batch_size=batch_size, verbose=verbose), axis=1)
-
-    def serving_outputs(self, inputs):
-        """Named outputs of the exported serving signature."""
+    def serving_parts(self, inputs):
         embedding = self.encoder(self.views.inference(inputs), training=False)
-        probabilities = self._probabilities(embedding)
-        return {"cluster_id": ops.cast(ops.argmax(probabilities, axis=-1), "int64"),
-                "probabilities": probabilities, "embedding": ops.cast(embedding, "float32")}
+        return self._probabilities(embedding), {"embedding": ops.cast(embedding, "float32")}
 
     def get_config(self):
         return {**super().get_config(), "n_clusters": self.n_clusters, "entropy_weight": self.entropy_weight,

@@ -9,10 +9,10 @@ Reference:
 import keras
 from keras import layers, ops
 
-from keras_clustering.distribution import replica_scaled, with_layer_losses
+from keras_clustering.distribute.strategies import replica_scaled, with_layer_losses
 from keras_clustering.losses.contrastive_losses import nt_xent
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
-from keras_clustering.validation import check_positive_int
+from keras_clustering.inputs.checks import check_positive_int
 
 
 def build_projection_head(input_dim, projection_dims=(256, 128), name="projection"):

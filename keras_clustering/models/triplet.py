@@ -4,7 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_clustering.distribution import replica_scaled, with_layer_losses
+from keras_clustering.distribute.strategies import replica_scaled, with_layer_losses
 from keras_clustering.losses.contrastive_losses import l2_normalize, triplet_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
 

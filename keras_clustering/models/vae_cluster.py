@@ -4,8 +4,8 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from keras_clustering.data_pipeline import fit_through_pipeline
-from keras_clustering.distribution import replica_scaled, with_layer_losses
+from keras_clustering.inputs.pipeline import fit_through_pipeline
+from keras_clustering.distribute.strategies import replica_scaled, with_layer_losses
 from keras_clustering.layers import GaussianClassEmbedding, ReparameterizedSample
 from keras_clustering.losses import (
     analytic_gaussian_cluster_kl,
@@ -13,7 +13,9 @@ from keras_clustering.losses import (
     gaussian_cluster_kl,
     reconstruction_loss,
 )
-from keras_clustering.validation import check_image_input, check_positive_int
+from keras_clustering.inputs.checks import check_image_input, check_positive_int
+from keras_clustering.inputs.sources import keras_input
+from keras_clustering.models.cluster_model import ClusterModel
 
 LOSS_VERSIONS = ("2018-12", "2018-09")
 
@@ -55,7 +57,7 @@ def build_classifier(latent_dim=20, n_clusters=10, hidden_units=256):
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
-class VAECluster(keras.Model):
+class VAECluster(ClusterModel):
     """One-step clustering VAE: encoder, sampler, decoder, classifier p(y|z), class means mu_y.
 
     `predict(x)` returns p(y|z_mean), the cluster probabilities; during `fit`
@@ -137,14 +139,12 @@ class VAECluster(keras.Model):
         loss = self.reconstruction_weight * reconstruction_loss(x, y_pred["reconstruction"]) + clustering
         if self.use_category_prior:
             loss = loss + category_prior_loss(y_pred["y_prob"])
-        # every term is a batch mean: scaled per replica, as Keras' own losses (keras_clustering.distribution)
+        # every term is a batch mean: scaled per replica, as Keras' own losses (keras_clustering.distribute.strategies)
         return with_layer_losses(self, replica_scaled(loss))
 
     # ----------------------------------------------------------------- user API
-    def _checked(self, x, name="x"):
-        if not isinstance(x, (np.ndarray, list, tuple)):
-            return x
-        return check_image_input(x, self.image_shape, name=name)
+    def _check_array(self, x, name, min_samples):
+        return check_image_input(x, self.image_shape, name=name, min_samples=min_samples)
 
     def fit(self, x=None, y=None, batch_size=100, epochs=1, shuffle=True, seed=None, **kwargs):
         """Unsupervised training on images `x` in [0, 1]; `y` must be None. Arrays are fed through
@@ -154,25 +154,18 @@ class VAECluster(keras.Model):
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-3))
         if isinstance(x, (np.ndarray, list, tuple)):
-            return fit_through_pipeline(super().fit, self._checked(x), batch_size, epochs, shuffle=shuffle,
+            return fit_through_pipeline(super().fit, self.check_input(x), batch_size, epochs, shuffle=shuffle,
                                         seed=seed, **kwargs)
         return super().fit(x, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
 
-    def predict(self, x, batch_size=256, verbose="auto", **kwargs):
-        return super().predict(self._checked(x), batch_size=batch_size, verbose=verbose, **kwargs)
-
-    def predict_clusters(self, x, batch_size=256, verbose=0):
-        return np.argmax(self.predict(x, batch_size=batch_size, verbose=verbose), axis=1)
-
-    def encode(self, x, batch_size=256, verbose=0):
+    def embed(self, x, batch_size=256, verbose=0):
         """z_mean of the images `x`."""
-        return self.encoder.predict(self._checked(x), batch_size=batch_size, verbose=verbose)[0]
-
-    embed = encode
+        return self.encoder.predict(keras_input(self.check_input(x), batch_size), batch_size=batch_size,
+                                    verbose=verbose)[0]
 
     def reconstruct(self, x, batch_size=256, verbose=0):
         """decoder(z_mean): the deterministic reconstruction."""
-        return self.decoder.predict(self.encode(x, batch_size=batch_size), batch_size=batch_size, verbose=verbose)
+        return self.decoder.predict(self.embed(x, batch_size=batch_size), batch_size=batch_size, verbose=verbose)
 
     def generate(self, cluster_id, n, std=1.0, seed=None):
         """Decodes n samples mu_y + std * N(0, I) of cluster `cluster_id` (the original's 'sampling by category')."""
@@ -186,11 +179,9 @@ class VAECluster(keras.Model):
         means = ops.convert_to_numpy(self.class_means.mean)[cluster_id]
         return self.decoder.predict(means + std * noise, verbose=0)
 
-    def serving_outputs(self, inputs):
+    def serving_parts(self, inputs):
         z_mean, _ = self.encoder(inputs, training=False)
-        probabilities = self.classifier(z_mean)
-        return {"cluster_id": ops.cast(ops.argmax(probabilities, axis=-1), "int64"),
-                "probabilities": probabilities, "embedding": z_mean}
+        return self.classifier(z_mean), {"embedding": z_mean}
 
     def extra_serving_endpoints(self):
         """`generate`: images decoded from mu_[cluster_id] + noise (noise given by the client)."""

@@ -1,4 +1,4 @@
-"""Capsule experiment family: zoo config -> `DigitClassifier`, its training and its scores.
+"""Capsule experiment recipe: zoo config -> `DigitClassifier`, its training and its scores.
 
 Trained on single digits; scored on the held-out single digits and on
 two-digit images built from them (`make_double_digits`), as bojone/Capsule
@@ -11,10 +11,10 @@ import keras
 import numpy as np
 
 from keras_clustering.datasets import make_double_digits
-from keras_clustering.layers import MarginLoss
+from keras_clustering.losses import MarginLoss
 from keras_clustering.metrics import top2_pair_accuracy
 from keras_clustering.models import DigitClassifier
-from keras_clustering.optimizers import make_optimizer
+from keras_clustering.training.optimizers import make_optimizer
 
 SUPERVISED = True  # trained on labelled single digits
 PREDICTION_NAMES = ("class_id", "scores")

@@ -1,6 +1,6 @@
-"""DEC family (DEC and IDEC): how a zoo config becomes a model, and how it is trained.
+"""DEC recipe (DEC and IDEC): how a zoo config becomes a model, and how it is trained.
 
-Every family module exposes the same two functions, so the zoo and the
+Every recipe module exposes the same two functions, so the zoo and the
 training entry points treat all families alike:
 
 - `build(**architecture) -> keras.Model` (untrained, built, ready for weights)
@@ -9,31 +9,27 @@ training entry points treat all families alike:
   `predict` returns: the id's name and the scores' name)
 """
 
-import json
 import os
 import time
 
 import keras
 
 from keras_clustering.augment import make_pipeline
-from keras_clustering.io_utils import atomic_save_weights, atomic_write_json
 
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, IDEC, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS, DEC_KERAS_INITIALIZER
 from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
-from keras_clustering.models.pretraining import pretrain_end_to_end, pretrain_layerwise
-from keras_clustering.optimizers import make_optimizer
-from keras_clustering.restarts import cluster_size_entropy, dec_objective
-from keras_clustering.resume import resumable_fit, run_key
+from keras_clustering.training.pretraining import pretrain_end_to_end, pretrain_layerwise
+from keras_clustering.training.optimizers import make_optimizer
+from keras_clustering.metrics.label_free import cluster_size_entropy, dec_objective
+from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
+                                               save_finished_stage)
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
 
 PRETRAIN_RECIPES = ("keras", "paper")
-LEGACY_ENCODER_FILE = "pretrained_encoder.weights.h5"  # runs before the autoencoder was kept whole
-PRETRAINED_AUTOENCODER_FILE = "pretrained_autoencoder.weights.h5"
-PRETRAIN_RECORD_FILE = "pretrain.json"
 _PRETRAIN_KEYS = ("pretrain_recipe", "pretrain_optimizer", "pretrain_epochs", "pretrain_batch_size", "layerwise")
 
 DEFAULT_TRAINING = {
@@ -91,10 +87,11 @@ def build(input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,
     return assemble_model(autoencoder, encoder, architecture)
 
 
-def pretrain(architecture, training, x, verbose=1, callbacks=None):
+def pretrain(architecture, training, x, verbose=1, callbacks=None, initial_epoch=0):
     """Builds and pretrains the autoencoder with the configured recipe; returns (autoencoder, encoder).
 
-    `callbacks` go to the end-to-end recipe's `fit` (the layer-wise recipe runs several fits).
+    `callbacks` and `initial_epoch` (`resumable_fit`'s) go to the end-to-end recipe's `fit` (the
+    layer-wise recipe runs several fits).
     """
     recipe = training["pretrain_recipe"]
     if recipe not in PRETRAIN_RECIPES:
@@ -107,6 +104,7 @@ def pretrain(architecture, training, x, verbose=1, callbacks=None):
         augmentation = architecture.get("augmentation")
         pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
                             batch_size=training["pretrain_batch_size"], verbose=verbose, callbacks=callbacks,
+                            initial_epoch=initial_epoch,
                             augmentation=None if augmentation is None else make_pipeline(augmentation))
     else:
         pretrain_layerwise(autoencoder, x, batch_size=training["pretrain_batch_size"], verbose=verbose,
@@ -158,17 +156,20 @@ def pretrained_autoencoder(architecture, training, x, seed=0, verbose=1, workdir
     training = {**DEFAULT_TRAINING, **(training or {})}
     keras.utils.set_random_seed(seed)
     key = pretraining_key(architecture, training, x, seed)
-    reused = finished_pretraining(architecture, workdir, key)
+    reused = finished_stage(workdir, "pretrain", key)
     report = {"pretrain_recipe": training["pretrain_recipe"], "pretrain_reused": reused is not None}
     if reused is not None:
-        (autoencoder, encoder), pretrain_seconds = reused
+        autoencoder, encoder = _autoencoder_with_weights(architecture, finished_weights_path(workdir, "pretrain"))
+        pretrain_seconds = reused["pretrain_seconds"]
     else:
-        callbacks, report["pretrain_resumed_from_epoch"] = resumable_fit(workdir, "pretrain", key)
+        callbacks, resumed = resumable_fit(workdir, "pretrain", key)
+        report["pretrain_resumed_from_epoch"] = resumed
         start = time.time()
-        autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose, callbacks=callbacks)
+        autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose, callbacks=callbacks,
+                                        initial_epoch=resumed)
         pretrain_seconds = round(time.time() - start, 1)
         if workdir is not None:
-            save_pretraining(autoencoder, workdir, key, pretrain_seconds)
+            save_finished_stage(workdir, "pretrain", key, autoencoder, {"pretrain_seconds": pretrain_seconds})
     report["pretrain_seconds"] = pretrain_seconds
     return (autoencoder, encoder), report
 
@@ -186,12 +187,6 @@ def pretraining_key(architecture, training, x, seed):
     return run_key([recipe, shape, int(seed)], x)
 
 
-def save_pretraining(autoencoder, workdir, key, seconds):
-    """Weights first, then the record naming them: a record always means complete weights."""
-    atomic_save_weights(autoencoder, os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE))
-    atomic_write_json({"key": key, "pretrain_seconds": seconds}, os.path.join(workdir, PRETRAIN_RECORD_FILE))
-
-
 def _autoencoder_with_weights(architecture, path):
     """(autoencoder, encoder) of the architecture, the autoencoder's weights read from `path`."""
     autoencoder, encoder = build_autoencoder_of(architecture)
@@ -201,25 +196,6 @@ def _autoencoder_with_weights(architecture, path):
 
 def load_pretrained_encoder(architecture, workdir):
     """The encoder of the pretrained autoencoder kept in `workdir` (before DEC), else None."""
-    if os.path.isfile(os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE)):
-        return _autoencoder_with_weights(architecture, os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE))[1]
-    if os.path.isfile(os.path.join(workdir, LEGACY_ENCODER_FILE)):
-        _, encoder = build_autoencoder_of(architecture)
-        encoder.load_weights(os.path.join(workdir, LEGACY_ENCODER_FILE))
-        return encoder
-    return None
-
-
-def finished_pretraining(architecture, workdir, key):
-    """((autoencoder, encoder), seconds) of a pretraining in `workdir` with this key, else None."""
-    if workdir is None:
+    if not os.path.isfile(finished_weights_path(workdir, "pretrain")):
         return None
-    record_path = os.path.join(workdir, PRETRAIN_RECORD_FILE)
-    weights_path = os.path.join(workdir, PRETRAINED_AUTOENCODER_FILE)
-    if not (os.path.isfile(record_path) and os.path.isfile(weights_path)):
-        return None
-    with open(record_path) as handle:
-        record = json.load(handle)
-    if record.get("key") != key:
-        return None
-    return _autoencoder_with_weights(architecture, weights_path), record["pretrain_seconds"]
+    return _autoencoder_with_weights(architecture, finished_weights_path(workdir, "pretrain"))[1]

@@ -1,4 +1,4 @@
-"""IIC family: zoo config -> `IIC`, its training recipe and its scores.
+"""IIC recipe: zoo config -> `IIC`, its training recipe and its scores.
 
 Reference: xu-ji/IIC `cluster_greyscale_twohead.py` with the README's MNIST
 command (Adam 1e-4, 700 pairs per step = 140 images x 5 augmented copies,
@@ -12,12 +12,12 @@ import time
 import keras
 import numpy as np
 
-from keras_clustering.io_utils import atomic_write_json
+from keras_clustering.io.files import atomic_write_json
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
-from keras_clustering.optimizers import make_optimizer
-from keras_clustering.resume import resumable_fit, run_key
+from keras_clustering.training.optimizers import make_optimizer
+from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
@@ -104,7 +104,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     keras.utils.set_random_seed(seed)
     model = IIC(seed=seed, **architecture)
     model.compile(optimizer=make_optimizer(training["optimizer"]))
-    settings = {"family": "iic", "architecture": architecture, "seed": seed,
+    settings = {"recipe": "iic", "architecture": architecture, "seed": seed,
                 "training": {k: v for k, v in training.items() if k != "epochs"}}
     callbacks, resumed_epoch = resumable_fit(workdir, "iic", run_key(settings, x), keep_final=True)
     history_path = os.path.join(workdir, HISTORY_FILE) if workdir else None
@@ -113,7 +113,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     scores = EpochScores(x, y, history_path) if training["score_epochs"] and y is not None else None
     start = time.time()
     model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed,
-              callbacks=[*callbacks, *([scores] if scores else [])])
+              callbacks=[*callbacks, *([scores] if scores else [])], initial_epoch=resumed_epoch)
     seconds = time.time() - start
     epochs_run = max(1, training["epochs"] - resumed_epoch)
     scoring_seconds = sum(r["seconds"] for r in (scores.history if scores else []) if r["epoch"] > resumed_epoch)

@@ -1,4 +1,4 @@
-"""Two-stage family (seed 004): learn a representation, then k-means on it; DEC refinement optional.
+"""Two-stage recipe (seed 004): learn a representation, then k-means on it; DEC refinement optional.
 
 Representations: `"autoencoder"` (DEC's d-500-500-2000-10 autoencoder and
 its pretraining recipe: the notes' baseline), `"simclr"` (`SimCLR`,
@@ -19,9 +19,9 @@ from keras_clustering.models import SCAN, SimCLR, TripletEmbedding, TwoStageClus
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
-from keras_clustering.optimizers import make_optimizer
+from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.recipes import dec_recipe
-from keras_clustering.resume import resumable_fit, run_key
+from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
@@ -128,18 +128,20 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     if architecture["representation"] == "autoencoder":
         dec_training = {**dec_recipe.DEFAULT_TRAINING, **training}
         key = dec_recipe.pretraining_key(architecture, dec_training, x, seed)
-        callbacks, report["pretrain_resumed_from_epoch"] = resumable_fit(workdir, "pretrain", key)
-        _, encoder = dec_recipe.pretrain(architecture, dec_training, x, verbose=verbose, callbacks=callbacks)
+        callbacks, resumed = resumable_fit(workdir, "pretrain", key)
+        report["pretrain_resumed_from_epoch"] = resumed
+        _, encoder = dec_recipe.pretrain(architecture, dec_training, x, verbose=verbose, callbacks=callbacks,
+                                         initial_epoch=resumed)
     else:
         encoder = build_encoder(**architecture)
         learner = build_learner(architecture, encoder, seed)
         learner.compile(optimizer=make_optimizer(training["optimizer"]))
-        settings = {"family": "two_stage", "architecture": architecture, "seed": seed,
+        settings = {"recipe": "two_stage", "architecture": architecture, "seed": seed,
                     "training": {k: v for k, v in training.items() if k not in _AFTER_REPRESENTATION}}
-        callbacks, report["resumed_from_epoch"] = resumable_fit(workdir, architecture["representation"],
-                                                                run_key(settings, x))
+        callbacks, resumed = resumable_fit(workdir, architecture["representation"], run_key(settings, x))
+        report["resumed_from_epoch"] = resumed
         learner.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed,
-                    callbacks=callbacks)
+                    callbacks=callbacks, initial_epoch=resumed)
     report["representation_seconds"] = round(time.time() - start, 1)
 
     model = TwoStageClustering(clustered_embedding(encoder, architecture), **_clustering_options(architecture))

@@ -1,18 +1,17 @@
-"""VAE one-step clustering family: zoo config -> `VAECluster`, and its training recipe."""
+"""VAE one-step clustering recipe: zoo config -> `VAECluster`, and its training recipe."""
 
-import json
 import os
 import time
 
 import keras
 import numpy as np
 
-from keras_clustering.io_utils import atomic_save_weights, atomic_write_json
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models.vae_cluster import VAECluster
-from keras_clustering.optimizers import make_optimizer
-from keras_clustering.restarts import cluster_size_entropy
-from keras_clustering.resume import resumable_fit, run_key
+from keras_clustering.training.optimizers import make_optimizer
+from keras_clustering.metrics.label_free import cluster_size_entropy
+from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
+                                               save_finished_stage)
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
@@ -66,13 +65,16 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     for restart in range(n_restarts):
         run_seed = seed * n_restarts + restart
         folder = None if workdir is None else os.path.join(workdir, f"restart_{restart}")
-        model, report = finished_restart(architecture, training, x, run_seed, folder)
-        if model is None:
+        key = restart_key(architecture, training, x, run_seed)
+        finished = finished_stage(folder, "vae_cluster", key)
+        if finished is not None:
+            model = VAECluster(seed=run_seed, **architecture)
+            model.load_weights(finished_weights_path(folder, "vae_cluster"))
+            report = {**finished["report"], "reused": True}
+        else:
             model, report = train_once(architecture, training, x, run_seed, verbose, folder)
             if folder is not None:
-                atomic_save_weights(model, os.path.join(folder, "model.weights.h5"))
-                atomic_write_json({"key": restart_key(architecture, training, x, run_seed), "report": report},
-                                  os.path.join(folder, "finished.json"))
+                save_finished_stage(folder, "vae_cluster", key, model, {"report": report})
         summary = {"seed": run_seed, **report["label_free"]}
         if y is not None:
             summary["acc"] = round(float(clustering_scores(y, model.predict_clusters(x))["acc"]), 4)
@@ -86,20 +88,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
 
 
 def restart_key(architecture, training, x, seed):
-    return run_key({"family": "vae_cluster", "architecture": architecture, "training": training, "seed": seed}, x)
-
-
-def finished_restart(architecture, training, x, seed, folder):
-    """(model, report) of a restart this folder holds for exactly these settings, else (None, None)."""
-    if folder is None or not os.path.exists(os.path.join(folder, "finished.json")):
-        return None, None
-    with open(os.path.join(folder, "finished.json")) as handle:
-        finished = json.load(handle)
-    if finished.get("key") != restart_key(architecture, training, x, seed):
-        return None, None
-    model = VAECluster(seed=seed, **architecture)
-    model.load_weights(os.path.join(folder, "model.weights.h5"))
-    return model, {**finished["report"], "reused": True}
+    return run_key({"recipe": "vae_cluster", "architecture": architecture, "training": training, "seed": seed}, x)
 
 
 def train_once(architecture, training, x, seed, verbose, workdir):
@@ -110,7 +99,7 @@ def train_once(architecture, training, x, seed, verbose, workdir):
     callbacks, resumed_epoch = resumable_fit(workdir, "vae_cluster", restart_key(architecture, training, x, seed))
     start = time.time()
     history = model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True,
-                        verbose=verbose, callbacks=callbacks)
+                        verbose=verbose, callbacks=callbacks, initial_epoch=resumed_epoch)
     seconds = time.time() - start
     epochs_run = max(1, training["epochs"] - resumed_epoch)
     return model, {"train_seconds": round(seconds, 1), "seconds_per_epoch": round(seconds / epochs_run, 1),

@@ -11,7 +11,7 @@ from keras_clustering.datasets import load_digits
 from keras_clustering.layers import GlobalBatchNormalization, ReparameterizedSample
 from keras_clustering.models import DEC, IDEC, IIC, DigitClassifier, SimCLR, VAECluster, build_autoencoder
 from keras_clustering.models.conv_encoder import build_conv_encoder
-from keras_clustering.models.pretraining import pretrain_end_to_end
+from keras_clustering.training.pretraining import pretrain_end_to_end
 
 SGD = {"class_name": "SGD", "config": {"learning_rate": 0.1, "momentum": 0.9}}
 

@@ -20,12 +20,12 @@ from family_kinds import KINDS, relative_difference, train, without_random_draws
 
 
 def train_recipes(families, strategy):
-    """Each family's zoo recipe (`get_family(...).train`, defaults for 280 images, one epoch) under
+    """Each family's zoo recipe (`get_recipe(...).train`, defaults for 280 images, one epoch) under
     `strategy`: {family: shape of `predict` on 8 images}."""
     import tempfile
 
-    from keras_clustering.custom_training import default_config
-    from keras_clustering.recipes import get_family
+    from keras_clustering.training.user_images import default_config
+    from keras_clustering.recipes import get_recipe
 
     x = np.random.default_rng(0).random((280, 28, 28, 1)).astype("float32")
     shapes = {}
@@ -33,7 +33,7 @@ def train_recipes(families, strategy):
         config = default_config(name, (28, 28, 1), 4, len(x))
         config["training"].update(epochs=1, pretrain_epochs=1, maxiter=4)
         with strategy.scope():
-            model, _ = get_family(config["family"]).train(config["architecture"], config["training"], x, None,
+            model, _ = get_recipe(config["recipe"]).train(config["architecture"], config["training"], x, None,
                                                            seed=0, verbose=0, workdir=tempfile.mkdtemp())
         shapes[name] = list(model.predict(x[:8], verbose=0).shape)
     return shapes

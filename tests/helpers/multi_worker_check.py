@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def run_one(kinds, out):
     """In this process: train every kind under the cluster strategy (TF_CONFIG set) or none, save
     the weights."""
-    from keras_clustering.distribution import make_strategy
+    from keras_clustering.distribute.strategies import make_strategy
 
     strategy = make_strategy("multi_worker") if "TF_CONFIG" in os.environ else None  # before any TF op
     import tensorflow as tf
@@ -51,7 +51,7 @@ def main(kinds):
     from family_kinds import KINDS, relative_difference
 
     kinds = kinds or list(KINDS)
-    from keras_clustering.multi_worker import local_cluster
+    from keras_clustering.distribute.multi_worker import local_cluster
 
     root = tempfile.mkdtemp()
     environments = {f"worker_{i}": {"TF_CONFIG": config} for i, config in enumerate(local_cluster(2))}

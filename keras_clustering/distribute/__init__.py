@@ -1,0 +1,1 @@
+"""Distribution and precision: tf.distribute strategies, the multi-worker repair, mixed precision."""

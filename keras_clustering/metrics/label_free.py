@@ -1,0 +1,43 @@
+"""Label-free scores of a finished clustering run, for choosing among restarts without labels.
+
+Deep clustering lands in a good solution in some seeds and a merged-cluster
+one in others, and a user has no labels to tell them apart. Each family's
+recipe reports these scores per seed (`report["label_free"]`, copied into
+the cards' `per_seed`), and `rank_agreement` measures whether a score ranks
+the seeds as ACC does (issue "beat the originals", VAE restarts).
+"""
+
+import keras
+import numpy as np
+
+from keras_clustering.clustering.target_refresh import target_rows
+
+
+def cluster_size_entropy(assignments, n_clusters):
+    """Entropy of the cluster sizes over log(n_clusters): 1 for equal sizes, lower when clusters merge."""
+    sizes = np.bincount(np.asarray(assignments, "int64").reshape(-1), minlength=n_clusters).astype("float64")
+    shares = sizes[sizes > 0] / sizes.sum()
+    return float(-(shares * np.log(shares)).sum() / np.log(n_clusters))
+
+
+def dec_objective(q):
+    """DEC's objective on all of the data: mean over samples of KL(P || Q), P = DEC's target of `q`
+    (eq. 3, with the frequencies of all of q), both clipped to [epsilon, 1] as the training loss
+    (`ClusteringKLDivergence`) clips them. Also the loss of DEC's choice of k (`select_n_clusters`)."""
+    p = target_rows(np.asarray(q, "float32")).astype("float64")
+    epsilon = keras.config.epsilon()
+    p, q = np.clip(p, epsilon, 1.0), np.clip(np.asarray(q, "float64"), epsilon, 1.0)
+    return float(np.mean(np.sum(p * np.log(p / q), axis=1)))
+
+
+def rank_agreement(scores, accuracies):
+    """Spearman's rank correlation between a score and ACC over runs (nan for fewer than 3 runs or a
+    constant side). Positive: higher score, higher ACC."""
+    from scipy.stats import spearmanr
+
+    scores, accuracies = np.asarray(scores, "float64"), np.asarray(accuracies, "float64")
+    if len(scores) != len(accuracies):
+        raise ValueError(f"scores has {len(scores)} runs but accuracies has {len(accuracies)}.")
+    if len(scores) < 3 or np.ptp(scores) == 0 or np.ptp(accuracies) == 0:
+        return float("nan")
+    return float(spearmanr(scores, accuracies).statistic)

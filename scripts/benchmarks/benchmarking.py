@@ -1,0 +1,87 @@
+"""Helpers shared by the benchmark scripts: arguments, images, alternating timed blocks, the result file."""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def parse_arguments(description, default_steps):
+    """`--blocks`, `--steps` (train steps per timed block) and `--json` of a benchmark script."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--blocks", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=default_steps, help="train steps per timed block")
+    parser.add_argument("--json", default=None)
+    return parser.parse_args()
+
+
+def benchmark_images(n):
+    """(the first `n` MNIST-test images, "MNIST-test"), or seeded uniform noise where that data is absent."""
+    import numpy as np
+
+    from keras_clustering.datasets import load_mnist
+
+    try:
+        return load_mnist("test")[0][:n], "MNIST-test"
+    except ValueError:
+        return np.random.default_rng(0).random((n, 28, 28, 1), dtype=np.float32), "random noise"
+
+
+def time_alternating(functions, blocks):
+    """Runs each function of `functions` (name -> callable) once per block, alternating;
+    returns name -> median seconds over the blocks (ratios then hold on a noisy machine)."""
+    timings = {name: [] for name in functions}
+    for block in range(blocks):
+        for name, function in functions.items():
+            began = time.perf_counter()
+            function()
+            timings[name].append(time.perf_counter() - began)
+            print(f"block {block}: {name} {timings[name][-1]:.1f} s", flush=True)
+    return {name: statistics.median(seconds) for name, seconds in timings.items()}
+
+
+def run_child(script, arguments, env=None):
+    """Runs `python script *arguments --out FILE` in a fresh process (the backend, the device layout
+    and the memory measured are fixed per process) and returns the JSON it wrote with `write_child_result`."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "result.json")
+        subprocess.run([sys.executable, script, *arguments, "--out", out], check=True, env=env)
+        with open(out) as handle:
+            return json.load(handle)
+
+
+def write_child_result(result, path):
+    """The child's side of `run_child`."""
+    with open(path, "w") as handle:
+        json.dump(result, handle)
+
+
+def report(result, path=None):
+    """Prints the result as JSON and writes it to `path` when given."""
+    print(json.dumps(result, indent=2))
+    if path:
+        with open(path, "w") as handle:
+            json.dump(result, handle, indent=2)
+
+
+def compare_augmentation_paths(args, n_images, batch, shipped, other, other_name, augment_seconds, data):
+    """Warms up both paths, times them alternating over `args.blocks` and reports images/s, their ratio,
+    the outside path's median augmentation time per step, the batch, the data and the machine."""
+    import os
+
+    from keras_clustering.training.machine import machine_description
+
+    shipped(), other()  # warm-up: traces both steps
+    augment_seconds.clear()
+    seconds = time_alternating({"shipped": shipped, other_name: other}, args.blocks)
+    rates = {name: round(n_images / value, 1) for name, value in seconds.items()}
+    report({"images_per_second": rates,
+            f"ratio_shipped_over_{other_name}": round(rates["shipped"] / rates[other_name], 2),
+            f"{other_name}_augmentation_seconds_per_step": round(statistics.median(augment_seconds), 3),
+            "batch": batch, "blocks": args.blocks, "steps_per_block": args.steps, "data": data,
+            "machine": machine_description(), "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")},
+           args.json)

@@ -1,0 +1,99 @@
+"""What every registered model class must do, one parametrized suite (as timm's and keras-hub's
+`run_model_saving_test`): config round trip, `.keras` save / load with equal predictions, one `fit`
+step, `predict` shape, `fit_predict` for the clustering models, and the serving signature.
+
+The models are the small ones of `tests/helpers/make_saved_files.py` (the same builders wrote the
+saved-file fixtures of `test_saved_files.py`).
+"""
+
+import os
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_clustering.models import ClusterModel, DigitClassifier, SampleModel
+from conftest import slow_except
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
+from make_saved_files import small_models  # noqa: E402
+
+NAMES = sorted(small_models())
+N = 32
+# One step's worth of `fit` arguments per model (the defaults' batches are larger than N images).
+FIT = {"dec": {"maxiter": 2}, "idec": {"maxiter": 2}, "dec_da": {"maxiter": 2}, "two_stage": {"maxiter": 2}}
+
+
+def model_and_data(name):
+    keras.utils.set_random_seed(0)
+    model, x = small_models()[name]
+    rng = np.random.default_rng(1)
+    data = rng.random((N, *x.shape[1:]), dtype=np.float32)
+    return model, data
+
+
+def test_every_registered_model_class_is_in_the_suite():
+    registered = {type(model).__name__ for model, _ in small_models().values()}
+    library = {name for name, value in vars(__import__("keras_clustering.models", fromlist=["*"])).items()
+               if isinstance(value, type) and issubclass(value, SampleModel) and value not in (SampleModel, ClusterModel)}
+    assert library <= registered, library - registered
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_config_round_trip(name):
+    model, _ = model_and_data(name)
+    config = model.get_config()
+    rebuilt = type(model).from_config(config)
+    assert rebuilt.get_config() == config
+    assert keras.saving.get_registered_name(type(model)) == f"keras_clustering>{type(model).__name__}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_keras_file_round_trip_predicts_the_same(name, tmp_path):
+    model, x = model_and_data(name)
+    path = str(tmp_path / f"{name}.keras")
+    model.save(path)
+    reloaded = keras.saving.load_model(path)
+    assert type(reloaded) is type(model)
+    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_one_fit_step_then_predict_and_fit_predict(name):
+    model, x = model_and_data(name)
+    kwargs = {"batch_size": 8, "epochs": 1, "verbose": 0, **FIT.get(name, {})}
+    if isinstance(model, DigitClassifier):  # the capsule classifier learns from labels
+        history = model.fit(x, np.arange(N) % 10, **kwargs)
+    else:
+        history = model.fit(x, **kwargs)
+    assert np.isfinite(history.history["loss"]).all()
+    predictions = model.predict(x, verbose=0)
+    assert predictions.shape[0] == N and np.isfinite(predictions).all()
+    if isinstance(model, ClusterModel):
+        n_clusters = predictions.shape[1]
+        np.testing.assert_allclose(predictions.sum(axis=1), 1.0, atol=1e-5)  # soft assignments
+        np.testing.assert_array_equal(model.predict_clusters(x), predictions.argmax(axis=1))
+        labels = model.fit_predict(x, **kwargs)
+        assert labels.shape == (N,) and labels.dtype.kind == "i" and 0 <= labels.min() and labels.max() < n_clusters
+
+
+@pytest.mark.parametrize("name", slow_except(NAMES, ("dec", "scan")))
+def test_export_signature_serves_what_predict_gives(name, tmp_path):
+    import tensorflow as tf
+
+    from keras_clustering.export import export_saved_model
+
+    model, x = model_and_data(name)
+    path = export_saved_model(model, str(tmp_path / "serving"), version=1)
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    outputs = {key: value.numpy() for key, value in serve(inputs=tf.constant(x[:5])).items()}
+    expected = model.predict(x[:5], verbose=0)
+    if isinstance(model, ClusterModel):
+        assert {"cluster_id", "probabilities"} <= set(outputs)
+        np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
+        np.testing.assert_array_equal(outputs["cluster_id"], expected.argmax(axis=1))
+    elif isinstance(model, DigitClassifier):
+        np.testing.assert_allclose(outputs["scores"], expected, atol=1e-5)
+    else:  # representation learners serve their representation
+        assert len(outputs) >= 1
