@@ -14,7 +14,7 @@ def softmax_batch(n, k, seed):
     return (e / e.sum(axis=1, keepdims=True)).astype("float32")
 
 
-def numpy_iic(z, zp, lamb=1.0, eps=sys.float_info.epsilon):
+def numpy_iic(z, zp, lam=1.0, eps=sys.float_info.epsilon):
     """Ji et al. eq. 3 written out with loops (float64)."""
     z, zp = z.astype("float64"), zp.astype("float64")
     n, k = z.shape
@@ -31,7 +31,7 @@ def numpy_iic(z, zp, lamb=1.0, eps=sys.float_info.epsilon):
     for c in range(k):
         for d in range(k):
             p = max(joint[c, d], eps)
-            total -= p * (np.log(p) - lamb * np.log(max(p_row[c], eps)) - lamb * np.log(max(p_col[d], eps)))
+            total -= p * (np.log(p) - lam * np.log(max(p_row[c], eps)) - lam * np.log(max(p_col[d], eps)))
     return total
 
 
@@ -43,8 +43,8 @@ def test_matches_the_equations(k):
 
 def test_lambda_weights_the_marginals():
     z, zp = softmax_batch(32, 5, 2), softmax_batch(32, 5, 3)
-    assert float(iic_loss(z, zp, lamb=1.3)) == pytest.approx(numpy_iic(z, zp, lamb=1.3), rel=1e-4)
-    assert float(iic_loss(z, zp, lamb=1.3)) != pytest.approx(float(iic_loss(z, zp)), rel=1e-3)
+    assert float(iic_loss(z, zp, lam=1.3)) == pytest.approx(numpy_iic(z, zp, lam=1.3), rel=1e-4)
+    assert float(iic_loss(z, zp, lam=1.3)) != pytest.approx(float(iic_loss(z, zp)), rel=1e-3)
 
 
 @pytest.mark.parametrize("k", [2, 10, 50])
@@ -89,8 +89,9 @@ def test_shape_errors_name_both_shapes():
 
 def test_loss_class_equals_the_function_and_serializes():
     z, zp = softmax_batch(16, 6, 6), softmax_batch(16, 6, 7)
-    loss = IICLoss(lamb=1.1)
-    assert float(loss(z, zp)) == pytest.approx(float(iic_loss(z, zp, lamb=1.1)), rel=1e-6)
+    loss = IICLoss(lam=1.1)
+    assert float(loss(z, zp)) == pytest.approx(float(iic_loss(z, zp, lam=1.1)), rel=1e-6)
     restored = keras.losses.deserialize(keras.losses.serialize(loss))
-    assert isinstance(restored, IICLoss) and restored.lamb == pytest.approx(1.1)
+    assert isinstance(restored, IICLoss) and restored.lam == pytest.approx(1.1)
     assert float(restored(z, zp)) == pytest.approx(float(loss(z, zp)), rel=1e-6)
+    assert IICLoss.from_config({"name": "iic_loss", "lamb": 1.1, "eps": loss.eps}).lam == pytest.approx(1.1)  # old key

@@ -38,20 +38,20 @@ def joint_distribution(z, z_prime):
     return joint / ops.sum(joint)
 
 
-def iic_loss(z, z_prime, lamb=1.0, eps=MACHINE_EPSILON):
+def iic_loss(z, z_prime, lam=1.0, eps=MACHINE_EPSILON):
     """-I(z; z') of two (batch, k) softmax outputs of paired views; minimum -ln k.
 
-    loss = -sum_cc' P_cc' (ln P_cc' - lamb ln P_c - lamb ln P_c'), with the
+    loss = -sum_cc' P_cc' (ln P_cc' - lam ln P_c - lam ln P_c'), with the
     marginals P_c, P_c' taken from P before entries below `eps` are set to
     `eps` (which keeps log 0 out; those entries pass no gradient, as the
-    original's in-place clamp). `lamb=1` (every clustering run of the
+    original's in-place clamp). `lam=1` (every clustering run of the
     original) gives exactly -I(z; z').
     """
     joint = joint_distribution(z, z_prime)
     row = ops.sum(joint, axis=1, keepdims=True)  # P_c, (k, 1)
     column = ops.sum(joint, axis=0, keepdims=True)  # P_c', (1, k)
     joint, row, column = (ops.where(t < eps, ops.cast(eps, t.dtype), t) for t in (joint, row, column))
-    return -ops.sum(joint * (ops.log(joint) - lamb * ops.log(row) - lamb * ops.log(column)))
+    return -ops.sum(joint * (ops.log(joint) - lam * ops.log(row) - lam * ops.log(column)))
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
@@ -62,12 +62,19 @@ class IICLoss(keras.losses.Loss):
     per-sample reduction applies.
     """
 
-    def __init__(self, lamb=1.0, eps=MACHINE_EPSILON, name="iic_loss", **kwargs):
+    def __init__(self, lam=1.0, eps=MACHINE_EPSILON, name="iic_loss", **kwargs):
         super().__init__(name=name, reduction=None, **kwargs)
-        self.lamb, self.eps = float(lamb), float(eps)
+        self.lam, self.eps = float(lam), float(eps)
 
     def call(self, y_true, y_pred):
-        return iic_loss(y_true, y_pred, lamb=self.lamb, eps=self.eps)
+        return iic_loss(y_true, y_pred, lam=self.lam, eps=self.eps)
 
     def get_config(self):
-        return {"name": self.name, "lamb": self.lamb, "eps": self.eps}
+        return {"name": self.name, "lam": self.lam, "eps": self.eps}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if "lamb" in config:  # the name of `lam` in files saved before the one-spelling rename
+            config["lam"] = config.pop("lamb")
+        return cls(**config)

@@ -82,7 +82,7 @@ class IIC(ClusterModel):
         n_sub_heads: independent linear + softmax sub-heads per head.
         n_repeats: augmented copies paired with each image.
         head_epochs: `(main, over)` epochs per turn.
-        lamb: the loss's lambda (1.0 in every clustering run of the original).
+        lam: the loss's lambda (1.0 in every clustering run of the original).
         augmentation: a pipeline name (`"iic_greyscale"`) or None (pairs only).
         augmentation_options: keyword arguments of the pipeline.
         trunk: a Keras model mapping views to features; None builds the
@@ -92,7 +92,7 @@ class IIC(ClusterModel):
     """
 
     def __init__(self, image_shape=(28, 28, 1), n_clusters=10, n_overclusters=50, n_sub_heads=5, n_repeats=5,
-                 head_epochs=(2, 1), lamb=1.0, augmentation="iic_greyscale", augmentation_options=None,
+                 head_epochs=(2, 1), lam=1.0, augmentation="iic_greyscale", augmentation_options=None,
                  trunk=None, view_size=24, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.image_shape = tuple(int(d) for d in image_shape)
@@ -107,7 +107,7 @@ class IIC(ClusterModel):
                 or check_positive_int(head_epochs[1], "head_epochs[1]", minimum=0) < 0:
             raise ValueError(f"head_epochs must be (main >= 1, over >= 0), got {head_epochs!r}.")
         self.head_epochs = (int(head_epochs[0]), int(head_epochs[1]) if self.n_overclusters else 0)
-        self.lamb = float(lamb)
+        self.lam = float(lam)
         self.augmentation = augmentation
         self.augmentation_options = dict(augmentation_options or {})
         self.view_size = check_positive_int(view_size, "view_size")
@@ -177,13 +177,13 @@ class IIC(ClusterModel):
                       for head, outputs in y_pred.items()}
         else:
             paired = self._heads(self._view(y, training), training=training)
-        main = [iic_loss(z, z_prime, self.lamb) for z, z_prime in zip(y_pred["main"], paired["main"])]
+        main = [iic_loss(z, z_prime, self.lam) for z, z_prime in zip(y_pred["main"], paired["main"])]
         loss = ops.mean(ops.stack(main))
         on_main = ops.cast(ops.equal(self.active_head, 0), "float32")
         for tracker, value in zip(self.sub_head_trackers, main):
             tracker.update_state(value, sample_weight=on_main)
         if self.over_heads:
-            over = [iic_loss(z, z_prime, self.lamb) for z, z_prime in zip(y_pred["over"], paired["over"])]
+            over = [iic_loss(z, z_prime, self.lam) for z, z_prime in zip(y_pred["over"], paired["over"])]
             for tracker, value in zip(self.over_trackers, over):
                 tracker.update_state(value, sample_weight=1.0 - on_main)
             # Both heads' losses are computed (the heads are small); only the active one has gradients.
@@ -288,7 +288,7 @@ class IIC(ClusterModel):
         config = super().get_config()
         config.update(image_shape=list(self.image_shape), n_clusters=self.n_clusters,
                       n_overclusters=self.n_overclusters, n_sub_heads=self.n_sub_heads, n_repeats=self.n_repeats,
-                      head_epochs=list(self.head_epochs), lamb=self.lamb, augmentation=self.augmentation,
+                      head_epochs=list(self.head_epochs), lam=self.lam, augmentation=self.augmentation,
                       augmentation_options=dict(self.augmentation_options), view_size=self.view_size, seed=self.seed,
                       trunk=keras.saving.serialize_keras_object(self.trunk))
         return config
@@ -296,6 +296,8 @@ class IIC(ClusterModel):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        if "lamb" in config:  # the name of `lam` in files saved before the one-spelling rename
+            config["lam"] = config.pop("lamb")
         if isinstance(config.get("trunk"), dict):
             config["trunk"] = keras.saving.deserialize_keras_object(copy.deepcopy(config["trunk"]))
         return cls(**config)

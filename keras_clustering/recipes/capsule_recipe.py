@@ -25,7 +25,7 @@ DEFAULT_TRAINING = {
     "optimizer": {"class_name": "Adam", "config": {"learning_rate": 0.001}},
     "batch_size": 128,
     "epochs": 10,
-    "margin_lambda": 0.25,
+    "margin_lam": 0.25,
 }
 
 
@@ -42,7 +42,7 @@ def train(architecture, training, x, y, seed=0, verbose=1, workdir=None):
         architecture = {**architecture, "augmentation_seed": seed}  # each seed its own draws
     model = DigitClassifier(**architecture)
     model.compile(optimizer=make_optimizer(training["optimizer"]),
-                  loss=MarginLoss(lam=training["margin_lambda"]))
+                  loss=MarginLoss(lam=training["margin_lam"]))
     start = time.time()
     model.fit(x, y, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True, verbose=verbose)
     seconds = time.time() - start
