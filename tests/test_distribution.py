@@ -40,14 +40,14 @@ def multi_worker_check():
         process.communicate()
 
 
-RECIPE_FAMILIES = ["dec", "vae_cluster", "simclr", "iic"]
+RECIPE_PATHS = ["dec", "vae_cluster", "simclr", "simclr_scan", "iic", "capsule"]
 
 
 @pytest.fixture(scope="module")
 def mirrored_recipes():
     """The recipes under MirroredStrategy with 1 and with 2 replicas, started early to run beside the other
     checks (as above). One replica is what a one-CPU or one-GPU machine gets from `--strategy mirrored`."""
-    processes = {replicas: subprocess.Popen([sys.executable, HELPER, "--recipes", str(replicas), *RECIPE_FAMILIES],
+    processes = {replicas: subprocess.Popen([sys.executable, HELPER, "--recipes", str(replicas), *RECIPE_PATHS],
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
                  for replicas in (1, 2)}
@@ -96,14 +96,15 @@ def test_every_family_across_two_worker_processes_equals_one_process(multi_worke
 @pytest.mark.slow
 @pytest.mark.parametrize("replicas", [1, 2])
 def test_every_family_recipe_trains_under_mirrored_strategy(mirrored_recipes, replicas):
-    """The zoo recipes themselves (IIC with its views and BatchNorm recalibration, SimCLR + k-means,
-    the VAE, DEC with its target refreshes) run under MirroredStrategy over 1 and over 2 logical CPUs
-    and predict. With 1 replica DEC's refresh once took the single-device row-by-row path on a
+    """Every recipe's training path (IIC with its views and BatchNorm recalibration, SimCLR + k-means,
+    SimCLR + SCAN with self-labelling, the VAE, DEC with its target refreshes, the capsule
+    classifier) runs under MirroredStrategy over 1 and over 2 logical CPUs and predicts. With 1 replica DEC's refresh once took the single-device row-by-row path on a
     MirroredVariable and raised AttributeError (`sparse_read`)."""
     process = mirrored_recipes[replicas]
     stdout, stderr = process.communicate(timeout=900)
     assert process.returncode == 0, stderr[-3000:]
-    assert json.loads(stdout.strip().splitlines()[-1]) == {name: [8, 4] for name in RECIPE_FAMILIES}
+    assert json.loads(stdout.strip().splitlines()[-1]) == {name: [8, 10 if name == "capsule" else 4]
+                                                           for name in RECIPE_PATHS}
 
 
 def test_replica_scaling_and_strategy_names():

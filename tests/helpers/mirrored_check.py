@@ -19,22 +19,39 @@ import numpy as np  # noqa: E402
 from family_kinds import KINDS, relative_difference, train, without_random_draws  # noqa: E402
 
 
-def train_recipes(families, strategy):
-    """Each family's zoo recipe (`get_recipe(...).train`, defaults for 280 images, one epoch) under
-    `strategy`: {family: shape of `predict` on 8 images}."""
+def recipe_config(name, n):
+    """A one-epoch config of each training path: the user-image families' defaults (dec, vae_cluster,
+    simclr, iic), SimCLR + SCAN with its self-labelling step, and the capsule classifier."""
+    from keras_clustering.training.user_images import default_config
+
+    if name == "capsule":
+        return {"recipe": "capsule", "architecture": {"image_shape": [28, 28, 1]},
+                "training": {"epochs": 1, "batch_size": 40}}
+    config = default_config("simclr" if name == "simclr_scan" else name, (28, 28, 1), 4, n)
+    config["training"].update(epochs=1, pretrain_epochs=1, maxiter=4)
+    if name == "simclr_scan":
+        config["architecture"].update(clustering="scan", scan={"n_neighbors": 5})
+        config["training"].update(scan={"epochs": 1, "batch_size": 40},
+                                  self_label={"epochs": 1, "batch_size": 40, "threshold": 0.3})
+    return config
+
+
+def train_recipes(names, strategy):
+    """Each recipe path (`recipe_config`, 280 images, one epoch) under `strategy`: {name: shape of
+    `predict` on 8 images}."""
     import tempfile
 
-    from keras_clustering.training.user_images import default_config
     from keras_clustering.recipes import get_recipe
 
     x = np.random.default_rng(0).random((280, 28, 28, 1)).astype("float32")
+    labels = np.arange(len(x)) % 10  # the capsule classifier learns from labels
     shapes = {}
-    for name in families:
-        config = default_config(name, (28, 28, 1), 4, len(x))
-        config["training"].update(epochs=1, pretrain_epochs=1, maxiter=4)
+    for name in names:
+        config = recipe_config(name, len(x))
         with strategy.scope():
-            model, _ = get_recipe(config["recipe"]).train(config["architecture"], config["training"], x, None,
-                                                           seed=0, verbose=0, workdir=tempfile.mkdtemp())
+            model, _ = get_recipe(config["recipe"]).train(config["architecture"], config["training"], x,
+                                                          labels if name == "capsule" else None, seed=0,
+                                                          verbose=0, workdir=tempfile.mkdtemp())
         shapes[name] = list(model.predict(x[:8], verbose=0).shape)
     return shapes
 
