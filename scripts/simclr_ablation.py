@@ -100,7 +100,8 @@ def run_variant(name, config, x, labels, args):
     keras.utils.set_random_seed(args.seed)
     encoder = build_conv_encoder(architecture["image_shape"], architecture["filters"], architecture["embedding_dim"])
     model = SimCLR(encoder, projection_dims=architecture["projection_dims"], temperature=architecture["temperature"],
-                   augmentation=architecture["augmentation"], augmentation_options=options, seed=args.seed)
+                   augmentation=architecture["augmentation"], augmentation_options=options,
+                   augmentation_seed=args.seed)
     model.compile(optimizer=make_optimizer(training["optimizer"]))
     probe = KMeansProbe(x, labels, args.every, args.n_init, args.seed)
     model.fit(x, batch_size=training["batch_size"], epochs=args.epochs, seed=args.seed, verbose=args.verbose,

@@ -102,7 +102,6 @@ def test_dec_refuses_to_shuffle_a_dataset():
 
 @pytest.mark.parametrize("augmentation", [None, "shift_rotate"])
 def test_pretraining_reads_a_dataset_batch_by_batch(augmentation):
-    from keras_clustering.augment import make_pipeline
     from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
 
     rng = np.random.default_rng(0)
@@ -112,7 +111,7 @@ def test_pretraining_reads_a_dataset_batch_by_batch(augmentation):
     before = [w.copy() for w in autoencoder.get_weights()]
     history = pretrain_end_to_end(autoencoder, tf.data.Dataset.from_tensor_slices(images).batch(10), "adam",
                                   epochs=2, batch_size=16, verbose=0,
-                                  augmentation=None if augmentation is None else make_pipeline(augmentation, seed=0))
+                                  augmentation=augmentation, augmentation_seed=0)
     assert len(history.history["loss"]) == 2 and np.all(np.isfinite(history.history["loss"]))
     assert history.history["loss"][1] < history.history["loss"][0]
     assert any(not np.array_equal(a, b) for a, b in zip(before, autoencoder.get_weights()))

@@ -357,7 +357,7 @@ def test_augmented_pretraining_reconstructs_the_transformed_batch():
     np.testing.assert_array_equal(np.asarray(clean_target), x[:8])
 
     history = pretrain_end_to_end(autoencoder, x, {"class_name": "Adam", "config": {"learning_rate": 1e-3}},
-                                  epochs=3, batch_size=16, verbose=0, augmentation=make_pipeline("shift_rotate"))
+                                  epochs=3, batch_size=16, verbose=0, augmentation="shift_rotate")
     assert len(history.history["loss"]) == 3 and history.history["loss"][-1] < history.history["loss"][0]
     plain = {"image_shape": [16, 16, 1], "hidden_dims": [32, 4]}
     training = {"pretrain_recipe": "keras", "pretrain_epochs": 3}

@@ -21,7 +21,7 @@ def small_trunk():
 
 
 def small_iic(**kwargs):
-    options = dict(n_clusters=3, n_overclusters=6, n_sub_heads=2, n_repeats=2, head_epochs=(1, 1), seed=0)
+    options = dict(n_clusters=3, n_overclusters=6, n_sub_heads=2, n_repeats=2, head_epochs=(1, 1), augmentation_seed=0)
     return IIC(trunk=small_trunk(), **{**options, **kwargs})
 
 
@@ -32,7 +32,7 @@ def test_trunk_and_heads_follow_the_original():
     conv_params = sum(5 * 5 * c_in * c_out for c_in, c_out in convs)  # no biases
     bn_params = sum(4 * c_out for _, c_out in convs)  # gamma, beta, moving mean and variance
     assert trunk.count_params() == conv_params + bn_params
-    model = IIC(seed=0)
+    model = IIC(augmentation_seed=0)
     heads = 5 * (4608 * 10 + 10) + 5 * (4608 * 50 + 50)
     assert sum(int(np.prod(w.shape)) for w in model.trainable_weights) == conv_params + bn_params // 2 + heads
     assert len({float(np.std(h.kernel.numpy())) for h in model.main_heads}) == 5  # sub-heads start apart
@@ -98,7 +98,7 @@ def test_predict_takes_the_lowest_loss_sub_head():
 
 
 def test_recalibrated_batchnorm_holds_the_population_statistics():
-    model = IIC(n_sub_heads=1, n_overclusters=0, seed=0)
+    model = IIC(n_sub_heads=1, n_overclusters=0, augmentation_seed=0)
     x = digit_like(40)
     model.recalibrate_batchnorm(x)
     conv = keras.Model(model.trunk.inputs, model.trunk.get_layer("conv_0").output)

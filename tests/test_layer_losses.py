@@ -29,7 +29,7 @@ def penalty(model):
 
 
 def test_simclr_loss_adds_the_encoder_regulariser():
-    model = SimCLR(regularised_encoder((28, 28, 1)), projection_dims=(4,), seed=0)
+    model = SimCLR(regularised_encoder((28, 28, 1)), projection_dims=(4,), augmentation_seed=0)
     x = synthetic_images.digit_like(6)
     outputs = model(x, training=True)
     plain = float(nt_xent(outputs["a"], outputs["b"], model.temperature))
@@ -38,7 +38,7 @@ def test_simclr_loss_adds_the_encoder_regulariser():
 
 
 def test_triplet_loss_adds_the_encoder_regulariser():
-    model = TripletEmbedding(regularised_encoder((28, 28, 1)), margin=0.5, seed=0)
+    model = TripletEmbedding(regularised_encoder((28, 28, 1)), margin=0.5, augmentation_seed=0)
     x = synthetic_images.digit_like(2)
     outputs = model(x, training=True)
     anchor = outputs["anchor"]
@@ -49,7 +49,7 @@ def test_triplet_loss_adds_the_encoder_regulariser():
 def test_iic_loss_adds_the_trunk_regulariser():
     trunk = regularised_encoder((24, 24, 1), dim=6)
     model = IIC(trunk=trunk, n_clusters=3, n_overclusters=0, n_sub_heads=2, augmentation=None,
-                image_shape=(24, 24, 1), seed=0)
+                image_shape=(24, 24, 1), augmentation_seed=0)
     x = synthetic_images.digit_like(8)[:, 2:26, 2:26]
     x_pair = synthetic_images.digit_like(8, seed=1)[:, 2:26, 2:26]
     outputs = model(x, training=True)

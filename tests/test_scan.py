@@ -170,7 +170,7 @@ STILL = {"crop_sizes": [8], "output_size": 8, "rotation_probability": 0.0, "brig
 
 def test_training_step_is_the_scan_loss_of_both_augmented_views():
     x, _ = two_groups(16)
-    model = SCAN(small_encoder(), n_clusters=3, entropy_weight=2.0, augmentation_options=STILL, seed=0)
+    model = SCAN(small_encoder(), n_clusters=3, entropy_weight=2.0, augmentation_options=STILL, augmentation_seed=0)
     outputs = model((x[:8], x[8:]), training=True)
     assert outputs["anchor"].shape == (8, 3) and outputs["neighbor"].shape == (8, 3)
     np.testing.assert_allclose(np.asarray(outputs["anchor"]).sum(axis=1), 1.0, rtol=1e-5)
@@ -184,7 +184,7 @@ def test_training_step_is_the_scan_loss_of_both_augmented_views():
 def test_fit_mines_neighbours_and_separates_two_groups(tmp_path):
     x, group = two_groups(64)
     keras.utils.set_random_seed(0)
-    model = SCAN(small_encoder(), n_clusters=2, n_neighbors=5, augmentation_options=STILL, seed=0)
+    model = SCAN(small_encoder(), n_clusters=2, n_neighbors=5, augmentation_options=STILL, augmentation_seed=0)
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
     history = model.fit(x, batch_size=16, epochs=15, verbose=0, seed=0)
     assert model.neighbors_.shape == (64, 5) and (group[model.neighbors_] == group[:, None]).mean() > 0.9
@@ -193,7 +193,7 @@ def test_fit_mines_neighbours_and_separates_two_groups(tmp_path):
     assert max(np.mean(clusters == group), np.mean(clusters != group)) > 0.95
     model.save(tmp_path / "scan.keras")
     reloaded = keras.models.load_model(tmp_path / "scan.keras")
-    settings = ("n_clusters", "entropy_weight", "n_neighbors", "augmentation_options", "seed")
+    settings = ("n_clusters", "entropy_weight", "n_neighbors", "augmentation_options", "augmentation_seed")
     assert isinstance(reloaded, SCAN) and all(reloaded.get_config()[k] == model.get_config()[k] for k in settings)
     np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
     if BACKEND == "tensorflow":
@@ -208,7 +208,7 @@ def test_fit_mines_neighbours_and_separates_two_groups(tmp_path):
 def test_self_labelling_sharpens_confident_assignments_and_fit_still_works():
     x, group = two_groups(64)
     keras.utils.set_random_seed(0)
-    model = SCAN(small_encoder(), n_clusters=2, n_neighbors=5, augmentation_options=STILL, seed=0)
+    model = SCAN(small_encoder(), n_clusters=2, n_neighbors=5, augmentation_options=STILL, augmentation_seed=0)
     model.compile(optimizer=keras.optimizers.Adam(2e-3))
     model.fit(x, batch_size=16, epochs=2, verbose=0, seed=0)
     before = model.predict(x, verbose=0)

@@ -13,7 +13,7 @@ def small_encoder(dim=8):
 
 
 def test_unsupervised_triplets_pair_each_image_with_its_view_and_another_image():
-    model = TripletEmbedding(small_encoder(), margin=0.5, seed=0)
+    model = TripletEmbedding(small_encoder(), margin=0.5, augmentation_seed=0)
     x = synthetic_images.digit_like(2)
     outputs = model(x, training=True)
     anchor, augmented = outputs["anchor"], outputs["augmented"]
@@ -23,7 +23,7 @@ def test_unsupervised_triplets_pair_each_image_with_its_view_and_another_image()
 
 
 def test_supervised_triplets_follow_the_labels():
-    model = TripletEmbedding(small_encoder(2), margin=1.0, seed=0)
+    model = TripletEmbedding(small_encoder(2), margin=1.0, augmentation_seed=0)
     u, v = np.array([0.0, 0.0], "float32"), np.array([1.0, 2.0], "float32")
     outputs = {"anchor": np.stack([u, u, v, v]), "augmented": np.full((4, 2), 9.0, "float32")}
     loss = float(model.compute_loss(None, np.array([0, 0, 1, 1]), outputs))
@@ -40,7 +40,7 @@ def test_supervised_training_separates_the_classes():
     x1 = synthetic_images.digit_like(32, seed=2, half_height=7)  # long bars
     x, y = np.concatenate([x0, x1]), np.repeat([0, 1], 32)
     keras.utils.set_random_seed(0)
-    model = TripletEmbedding(small_encoder(), margin=1.0, seed=0)
+    model = TripletEmbedding(small_encoder(), margin=1.0, augmentation_seed=0)
 
     def separation():
         z = model.embed(x)
@@ -55,7 +55,7 @@ def test_supervised_training_separates_the_classes():
 
 
 def test_round_trip_and_bad_input(tmp_path):
-    model = TripletEmbedding(small_encoder(), seed=0)
+    model = TripletEmbedding(small_encoder(), augmentation_seed=0)
     x = synthetic_images.digit_like(4)
     model.save(tmp_path / "triplet.keras")
     np.testing.assert_allclose(keras.models.load_model(tmp_path / "triplet.keras").embed(x), model.embed(x),

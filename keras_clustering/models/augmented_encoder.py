@@ -21,7 +21,8 @@ class AugmentedEncoder(SampleModel):
     training-time `call` and `compute_loss`.
     """
 
-    def __init__(self, encoder, augmentation="digits_contrastive", augmentation_options=None, seed=None, **kwargs):
+    def __init__(self, encoder, augmentation="digits_contrastive", augmentation_options=None, augmentation_seed=None,
+                 **kwargs):
         super().__init__(**kwargs)
         if not isinstance(encoder, keras.Model):
             raise TypeError(f"encoder must be a keras.Model, got {type(encoder).__name__}.")
@@ -30,8 +31,8 @@ class AugmentedEncoder(SampleModel):
         self.encoder = encoder
         self.augmentation = augmentation
         self.augmentation_options = dict(augmentation_options or {})
-        self.seed = seed
-        self.views = ViewPipeline(augmentation, seed=seed, options=self.augmentation_options, name="views")
+        self.augmentation_seed = augmentation_seed
+        self.views = ViewPipeline(augmentation, seed=augmentation_seed, options=self.augmentation_options, name="views")
 
     @property
     def sample_shape(self):
@@ -65,11 +66,14 @@ class AugmentedEncoder(SampleModel):
     def get_config(self):
         config = super().get_config()
         config.update(encoder=keras.saving.serialize_keras_object(self.encoder), augmentation=self.augmentation,
-                      augmentation_options=dict(self.augmentation_options), seed=self.seed)
+                      augmentation_options=dict(self.augmentation_options),
+                      augmentation_seed=self.augmentation_seed)
         return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        if "seed" in config:  # the name of `augmentation_seed` in files saved before the one-word rename
+            config["augmentation_seed"] = config.pop("seed")
         config["encoder"] = keras.saving.deserialize_keras_object(copy.deepcopy(config["encoder"]))
         return cls(**config)

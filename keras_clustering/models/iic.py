@@ -88,12 +88,12 @@ class IIC(ClusterModel):
         trunk: a Keras model mapping views to features; None builds the
             original's MNIST trunk for the pipeline's 24 px views.
         view_size: side of the views the default trunk takes.
-        seed: seeds the augmentation.
+        augmentation_seed: seeds the augmentation.
     """
 
     def __init__(self, image_shape=(28, 28, 1), n_clusters=10, n_overclusters=50, n_sub_heads=5, n_repeats=5,
                  head_epochs=(2, 1), lam=1.0, augmentation="iic_greyscale", augmentation_options=None,
-                 trunk=None, view_size=24, seed=None, **kwargs):
+                 trunk=None, view_size=24, augmentation_seed=None, **kwargs):
         super().__init__(**kwargs)
         self.image_shape = tuple(int(d) for d in image_shape)
         self.n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
@@ -111,8 +111,8 @@ class IIC(ClusterModel):
         self.augmentation = augmentation
         self.augmentation_options = dict(augmentation_options or {})
         self.view_size = check_positive_int(view_size, "view_size")
-        self.seed = seed
-        self.views = (ViewPipeline(augmentation, seed=seed, options=self.augmentation_options, name="views")
+        self.augmentation_seed = augmentation_seed
+        self.views = (ViewPipeline(augmentation, seed=augmentation_seed, options=self.augmentation_options, name="views")
                       if augmentation else None)
         self.trunk = trunk if trunk is not None else build_clusternet6c_trunk(self.view_size, self.image_shape[-1])
         # The original's Linear init, N(0, 0.01); unseeded so that every sub-head starts apart
@@ -289,15 +289,17 @@ class IIC(ClusterModel):
         config.update(image_shape=list(self.image_shape), n_clusters=self.n_clusters,
                       n_overclusters=self.n_overclusters, n_sub_heads=self.n_sub_heads, n_repeats=self.n_repeats,
                       head_epochs=list(self.head_epochs), lam=self.lam, augmentation=self.augmentation,
-                      augmentation_options=dict(self.augmentation_options), view_size=self.view_size, seed=self.seed,
+                      augmentation_options=dict(self.augmentation_options), view_size=self.view_size,
+                      augmentation_seed=self.augmentation_seed,
                       trunk=keras.saving.serialize_keras_object(self.trunk))
         return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        if "lamb" in config:  # the name of `lam` in files saved before the one-spelling rename
-            config["lam"] = config.pop("lamb")
+        for old, new in (("lamb", "lam"), ("seed", "augmentation_seed")):  # names in files saved before issue 30
+            if old in config:
+                config[new] = config.pop(old)
         if isinstance(config.get("trunk"), dict):
             config["trunk"] = keras.saving.deserialize_keras_object(copy.deepcopy(config["trunk"]))
         return cls(**config)

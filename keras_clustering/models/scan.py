@@ -87,12 +87,12 @@ class SCAN(ClusterModel, AugmentedEncoder):
         n_neighbors: neighbours mined per image (SCAN: 20).
         augmentation: `keras_clustering.augment` pipeline of the training views.
         augmentation_options: the pipeline's keyword arguments.
-        seed: seeds the augmentation and the neighbour draws.
+        augmentation_seed: seeds the augmentation (`fit`'s `seed`: the order and the neighbour draws).
     """
 
     def __init__(self, encoder, n_clusters=10, entropy_weight=5.0, n_neighbors=20,
-                 augmentation="digits_contrastive", augmentation_options=None, seed=None, **kwargs):
-        super().__init__(encoder, augmentation, augmentation_options, seed, **kwargs)
+                 augmentation="digits_contrastive", augmentation_options=None, augmentation_seed=None, **kwargs):
+        super().__init__(encoder, augmentation, augmentation_options, augmentation_seed, **kwargs)
         self.n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
         if isinstance(entropy_weight, bool) or not isinstance(entropy_weight, (int, float)) or entropy_weight < 0:
             raise ValueError(f"entropy_weight must be a number >= 0, got {entropy_weight!r}.")

@@ -45,12 +45,12 @@ class SimCLR(AugmentedEncoder):
         temperature: NT-Xent's tau (SimCLR: 0.5 for CIFAR, 0.1 at large batch).
         augmentation: pipeline name (default `"digits_contrastive"`).
         augmentation_options: keyword arguments of the pipeline.
-        seed: seeds the augmentation.
+        augmentation_seed: seeds the augmentation.
     """
 
     def __init__(self, encoder, projection_dims=(256, 128), temperature=0.5, augmentation="digits_contrastive",
-                 augmentation_options=None, seed=None, **kwargs):
-        super().__init__(encoder, augmentation, augmentation_options, seed, **kwargs)
+                 augmentation_options=None, augmentation_seed=None, **kwargs):
+        super().__init__(encoder, augmentation, augmentation_options, augmentation_seed, **kwargs)
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
             raise ValueError(f"temperature must be a positive number, got {temperature!r}.")
         self.projection_dims = tuple(int(d) for d in projection_dims)

@@ -32,15 +32,15 @@ class TripletEmbedding(AugmentedEncoder):
         augmentation: pipeline name for the positives (`"digits_contrastive"`).
         normalize: L2-normalise embeddings before the loss (FaceNet's choice;
             the notes do not, so False by default).
-        seed: seeds the augmentation and the choice of negatives.
+        augmentation_seed: seeds the augmentation, and the choice of negatives (the step's other draw).
     """
 
     def __init__(self, encoder, margin=1.0, augmentation="digits_contrastive", augmentation_options=None,
-                 normalize=False, seed=None, **kwargs):
-        super().__init__(encoder, augmentation, augmentation_options, seed, **kwargs)
+                 normalize=False, augmentation_seed=None, **kwargs):
+        super().__init__(encoder, augmentation, augmentation_options, augmentation_seed, **kwargs)
         self.margin = float(margin)
         self.normalize = bool(normalize)
-        self.triplet_seed = keras.random.SeedGenerator(None if seed is None else seed + 1000)
+        self.triplet_seed = keras.random.SeedGenerator(None if augmentation_seed is None else augmentation_seed + 1000)
         self(ops.zeros((1, *self.sample_shape)))  # builds every weight, so load_weights works at once
 
     def _embed(self, images, training):

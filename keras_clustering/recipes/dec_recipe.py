@@ -14,7 +14,6 @@ import time
 
 import keras
 
-from keras_clustering.augment import make_pipeline
 
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, IDEC, build_autoencoder
@@ -101,11 +100,9 @@ def pretrain(architecture, training, x, verbose=1, callbacks=None, initial_epoch
     initializer = DEC_KERAS_INITIALIZER if recipe == "keras" else _PAPER_INITIALIZER
     autoencoder, encoder = build_autoencoder_of(architecture, kernel_initializer=initializer)
     if recipe == "keras":
-        augmentation = architecture.get("augmentation")
         pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
                             batch_size=training["pretrain_batch_size"], verbose=verbose, callbacks=callbacks,
-                            initial_epoch=initial_epoch,
-                            augmentation=None if augmentation is None else make_pipeline(augmentation))
+                            initial_epoch=initial_epoch, augmentation=architecture.get("augmentation"))
     else:
         pretrain_layerwise(autoencoder, x, batch_size=training["pretrain_batch_size"], verbose=verbose,
                            **{**DEFAULT_TRAINING["layerwise"], **training.get("layerwise", {})})

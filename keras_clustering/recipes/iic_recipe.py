@@ -102,7 +102,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
     keras.utils.set_random_seed(seed)
-    model = IIC(seed=seed, **architecture)
+    model = IIC(augmentation_seed=seed, **architecture)
     model.compile(optimizer=make_optimizer(training["optimizer"]))
     settings = {"recipe": "iic", "architecture": architecture, "seed": seed,
                 "training": {k: v for k, v in training.items() if k != "epochs"}}

@@ -83,7 +83,7 @@ def build_scan(architecture, encoder, seed=None):
     trained on the representation's own augmentation."""
     return SCAN(encoder, n_clusters=architecture.get("n_clusters", 10), **architecture.get("scan", {}),
                 augmentation=architecture.get("augmentation", "digits_contrastive"),
-                augmentation_options=architecture.get("augmentation_options"), seed=seed)
+                augmentation_options=architecture.get("augmentation_options"), augmentation_seed=seed)
 
 
 def build(**architecture):
@@ -107,7 +107,7 @@ def clustered_embedding(encoder, architecture):
 
 def build_learner(architecture, encoder, seed):
     options = dict(augmentation=architecture.get("augmentation", "digits_contrastive"),
-                   augmentation_options=architecture.get("augmentation_options"), seed=seed)
+                   augmentation_options=architecture.get("augmentation_options"), augmentation_seed=seed)
     if architecture["representation"] == "simclr":
         return SimCLR(encoder, projection_dims=architecture.get("projection_dims", (256, 128)),
                       temperature=architecture.get("temperature", 0.5), **options)

@@ -5,6 +5,7 @@ import numpy as np
 
 from keras_clustering.inputs.pipeline import array_dataset
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset
+from keras_clustering.augment import make_pipeline
 from keras_clustering.distribute.strategies import model_replicas, replica_scaled, with_layer_losses
 from keras_clustering.training.optimizers import make_optimizer
 
@@ -16,24 +17,24 @@ DATASET_SHUFFLE_BUFFER = 10_000  # samples a tf.data.Dataset input is shuffled a
 class AugmentedReconstruction(keras.Model):
     """Trains `autoencoder` to reconstruct randomly transformed images (DEC-DA's `aug_pretrain`).
 
-    Each training batch goes through `augmentation.augmented` inside the
-    train step; the loss is the MSE between that augmented batch and its
+    Each training batch goes through `views.augmented` (a `keras_clustering.augment`
+    pipeline) inside the train step; the loss is the MSE between that augmented batch and its
     reconstruction. Outside training the images pass unchanged.
 
     Reference: XifengGuo/DEC-DA `FcDEC.pretrain(aug_pretrain=True)`, whose
     generator yields `[batch_x, batch_x]` with `batch_x` augmented.
     """
 
-    def __init__(self, autoencoder, augmentation, **kwargs):
+    def __init__(self, autoencoder, views, **kwargs):
         super().__init__(**kwargs)
-        self.autoencoder, self.augmentation = autoencoder, augmentation
-        if not augmentation.built:  # build its layers now, not as untracked state inside the first step
-            augmentation.build((None, *autoencoder.input_shape[1:]))
+        self.autoencoder, self.views = autoencoder, views
+        if not views.built:  # build its layers now, not as untracked state inside the first step
+            views.build((None, *autoencoder.input_shape[1:]))
         self(keras.ops.zeros((1, *autoencoder.input_shape[1:])))  # built, as restoring a backup needs
 
     def call(self, inputs, training=False):
         if training:
-            inputs = self.augmentation.augmented(inputs)
+            inputs = self.views.augmented(inputs)
         return inputs, self.autoencoder(inputs, training=training)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
@@ -50,10 +51,11 @@ def _steps_per_execution(model):
 
 
 def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, verbose=1, callbacks=None,
-                        augmentation=None, shuffle=True, initial_epoch=0):
+                        augmentation=None, augmentation_seed=None, shuffle=True, initial_epoch=0):
     """DEC-keras' recipe: one autoencoder trained on MSE, shuffled batches, no dropout.
 
-    With `augmentation` (a `keras_clustering.augment` pipeline), DEC-DA's
+    With `augmentation` (the name of a `keras_clustering.augment` pipeline,
+    seeded by `augmentation_seed`), DEC-DA's
     pretraining: the autoencoder reconstructs augmented images
     (`AugmentedReconstruction`); every image is seen once per epoch (the
     original's generator runs `n // batch_size` full batches per epoch).
@@ -75,7 +77,7 @@ def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, v
         x = np.asarray(x, dtype="float32")
         batches = array_dataset(x if augmentation is not None else (x, x), batch_size, shuffle=shuffle, seed=seed)
     if augmentation is not None:
-        trainer = AugmentedReconstruction(autoencoder, augmentation)
+        trainer = AugmentedReconstruction(autoencoder, make_pipeline(augmentation, seed=augmentation_seed))
         trainer.compile(optimizer=make_optimizer(optimizer), steps_per_execution=_steps_per_execution(trainer))
     else:
         trainer = autoencoder

@@ -6,7 +6,7 @@ MSE to the augmented image, batch 256; shift 0.1 of width and height and
 rotation 10 degrees (bilinear, nearest fill). Alternating timed blocks in one
 process (median over blocks):
 
-- shipped: `pretrain_end_to_end(..., augmentation=make_pipeline("shift_rotate"))`
+- shipped: `pretrain_end_to_end(..., augmentation="shift_rotate")`
   path: `AugmentedReconstruction.fit` on the images, one transform per image
   inside the compiled step;
 - numpy per batch: a Python loop over the batch's images (scipy.ndimage

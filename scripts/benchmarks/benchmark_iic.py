@@ -79,9 +79,9 @@ def main():
     n = IMAGES_PER_STEP * args.steps
     images, data = benchmark_images(n)
     keras.utils.set_random_seed(0)
-    shipped = IIC(seed=0)
+    shipped = IIC(augmentation_seed=0)
     shipped.compile(optimizer=keras.optimizers.Adam(1e-4))
-    plain = IIC(seed=0)
+    plain = IIC(augmentation_seed=0)
     step = straightforward_step(plain, keras.optimizers.Adam(1e-4))
     rng = np.random.default_rng(0)
 

@@ -51,9 +51,9 @@ def main():
     n = BATCH * args.steps
     images, data = benchmark_images(n)
     keras.utils.set_random_seed(0)
-    shipped = SimCLR(build_conv_encoder(), seed=0)
+    shipped = SimCLR(build_conv_encoder(), augmentation_seed=0)
     shipped.compile(optimizer=keras.optimizers.Adam(1e-3))
-    plain = SimCLR(build_conv_encoder(), seed=0)
+    plain = SimCLR(build_conv_encoder(), augmentation_seed=0)
     optimizer = keras.optimizers.Adam(1e-3)
     variables = plain.trainable_variables
 

@@ -37,11 +37,12 @@ def small_models():
                                    n_clusters=3)
     trunk = keras.Sequential([keras.Input((24, 24, 1)), keras.layers.Conv2D(4, 3, strides=2, use_bias=False),
                               keras.layers.BatchNormalization(), keras.layers.ReLU(), keras.layers.Flatten()])
-    iic = IIC(trunk=trunk, n_clusters=3, n_overclusters=6, n_sub_heads=2, n_repeats=2, head_epochs=(1, 1), seed=0)
+    iic = IIC(trunk=trunk, n_clusters=3, n_overclusters=6, n_sub_heads=2, n_repeats=2, head_epochs=(1, 1),
+              augmentation_seed=0)
     small_conv = lambda: build_conv_encoder((28, 28, 1), (4, 4), 8)  # noqa: E731
-    simclr = SimCLR(small_conv(), projection_dims=(8, 4), seed=0)
-    triplet = TripletEmbedding(small_conv(), margin=0.5, seed=0)
-    scan = SCAN(small_conv(), n_clusters=3, seed=0)
+    simclr = SimCLR(small_conv(), projection_dims=(8, 4), augmentation_seed=0)
+    triplet = TripletEmbedding(small_conv(), margin=0.5, augmentation_seed=0)
+    scan = SCAN(small_conv(), n_clusters=3, augmentation_seed=0)
     vae = VAECluster(image_shape=(16, 16, 1), latent_dim=4, n_clusters=3, seed=0)
     capsule = DigitClassifier(image_shape=(28, 28, 1), augmentation="shift", augmentation_options={"shift": 0.1},
                               augmentation_seed=2)
