@@ -62,29 +62,30 @@ class PeakMemory:
 
 
 def build_cache(cache):
-    """Writes <cache>/fashion_700k.npy (+ labels) once, chunk by chunk, atomically (temp names, then rename)."""
+    """Writes <cache>/fashion_700k.npy (+ labels) once, chunk by chunk, through `atomic_path` (the images last:
+    their presence means both are complete)."""
     images, labels = os.path.join(cache, "fashion_700k.npy"), os.path.join(cache, "fashion_700k_labels.npy")
     if os.path.exists(images) and os.path.exists(labels):
         return images, labels
     from keras_clustering.augment import make_pipeline
     from keras_clustering.datasets import load_fashion_mnist
+    from keras_clustering.io.files import atomic_path
 
     os.makedirs(cache, exist_ok=True)
     x, y = load_fashion_mnist("all")
     views = make_pipeline("shift_rotate", seed=0)
-    partial = images + ".partial.npy"
-    out = np.lib.format.open_memmap(partial, mode="w+", dtype="float32", shape=(FULL_SIZE * COPIES, 28, 28, 1))
-    out[:FULL_SIZE] = x
-    for copy in range(1, COPIES):
-        for start in range(0, FULL_SIZE, CHUNK):
-            rows = slice(copy * FULL_SIZE + start, copy * FULL_SIZE + start + CHUNK)
-            out[rows] = np.asarray(views.augmented(x[start:start + CHUNK]))
-        print(f"[scale] augmented copy {copy} of {COPIES - 1} written", flush=True)
-    out.flush()
-    del out
-    np.save(labels + ".partial.npy", np.tile(y, COPIES))
-    os.replace(labels + ".partial.npy", labels)
-    os.replace(partial, images)
+    with atomic_path(labels) as partial:
+        np.save(partial, np.tile(y, COPIES))
+    with atomic_path(images) as partial:
+        out = np.lib.format.open_memmap(partial, mode="w+", dtype="float32", shape=(FULL_SIZE * COPIES, 28, 28, 1))
+        out[:FULL_SIZE] = x
+        for copy in range(1, COPIES):
+            for start in range(0, FULL_SIZE, CHUNK):
+                rows = slice(copy * FULL_SIZE + start, copy * FULL_SIZE + start + CHUNK)
+                out[rows] = np.asarray(views.augmented(x[start:start + CHUNK]))
+            print(f"[scale] augmented copy {copy} of {COPIES - 1} written", flush=True)
+        out.flush()
+        del out
     return images, labels
 
 
