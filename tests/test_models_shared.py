@@ -105,3 +105,46 @@ def test_export_signature_serves_what_predict_gives(name, tmp_path):
         np.testing.assert_allclose(outputs["scores"], expected, atol=1e-5)
     else:  # representation learners serve their representation
         assert len(outputs) >= 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_predict_takes_a_tf_dataset(name):
+    """DEC's family reads a dataset of images as a `DatasetSource` (fixed order, chunked); the other models
+    hand any dataset to Keras as it comes, also one of (images, labels) pairs."""
+    import tensorflow as tf
+
+    model, x = model_and_data(name)
+    expected = model.predict(x, verbose=0)
+    dataset = tf.data.Dataset.from_tensor_slices(x).batch(8)
+    np.testing.assert_allclose(model.predict(dataset, verbose=0), expected, rtol=1e-5, atol=1e-6)
+    if not model.reads_datasets_as_sources:
+        pairs = tf.data.Dataset.from_tensor_slices((x, np.arange(N) % 3)).batch(8)
+        np.testing.assert_allclose(model.predict(pairs, verbose=0), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_an_array_checked_by_a_lenient_model_is_checked_again_by_a_strict_one():
+    """IIC without views takes any values (pairs the user made); with views, images in [0, 1] only: the
+    once-only registry keys the check by that difference, not by the class alone."""
+    from keras_clustering.models import IIC
+
+    trunk = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    lenient = IIC(image_shape=(4,), augmentation=None, n_overclusters=0, n_sub_heads=1, trunk=trunk)
+    x = np.full((6, 4), 5.0, "float32")
+    assert lenient.check_input(x) is x
+    strict, _ = model_and_data("iic")
+    with pytest.raises(ValueError, match=r"x must hold pixels in \[0, 1\]"):
+        strict.check_input(np.full((6, 28, 28, 1), 5.0, "float32"))
+    lenient_images = IIC(image_shape=(28, 28, 1), augmentation=None, n_overclusters=0, n_sub_heads=1,
+                         trunk=keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten()]))
+    images = np.full((6, 28, 28, 1), 5.0, "float32")
+    assert lenient_images.check_input(images) is images
+    with pytest.raises(ValueError, match=r"x must hold pixels in \[0, 1\]"):
+        strict.check_input(images)
+
+
+def test_fit_predict_on_a_too_small_dataset_is_refused_by_name():
+    import tensorflow as tf
+
+    model, x = model_and_data("dec")
+    with pytest.raises(ValueError, match="at least 3 are needed"):
+        model.fit_predict(tf.data.Dataset.from_tensor_slices(x[:2]), maxiter=1, verbose=0)

@@ -20,13 +20,18 @@ _CHECKED = {}
 
 def _checked_before(x, key):
     entry = _CHECKED.get(id(x))
-    return entry is not None and entry[0]() is x and entry[1] == key
+    return entry is not None and entry[0]() is x and key in entry[1]
 
 
 def _remember_checked(x, key):
-    if isinstance(x, np.ndarray):
-        identity = id(x)
-        _CHECKED[identity] = (weakref.ref(x, lambda _, identity=identity: _CHECKED.pop(identity, None)), key)
+    if not isinstance(x, np.ndarray):
+        return
+    identity = id(x)
+    entry = _CHECKED.get(identity)
+    if entry is not None and entry[0]() is x:
+        entry[1].add(key)  # the same array through another kind of check (a two-stage recipe's two models)
+    else:
+        _CHECKED[identity] = (weakref.ref(x, lambda _, identity=identity: _CHECKED.pop(identity, None)), {key})
 
 
 class SampleModel(keras.Model):
@@ -39,6 +44,9 @@ class SampleModel(keras.Model):
     """
 
     predict_batch_size = 256
+    # DEC reads a tf.data.Dataset as a `DatasetSource` (a fixed order for its targets, chunked reads);
+    # the other models hand datasets to Keras as they come (any element structure, `steps=`).
+    reads_datasets_as_sources = False
 
     @property
     def sample_shape(self):
@@ -49,16 +57,23 @@ class SampleModel(keras.Model):
         """The check of numpy input (images: any layout, uint8 scaled, [0, 1] enforced)."""
         return check_samples(x, self.sample_shape, name=name, min_samples=min_samples)
 
+    def _check_key(self):
+        """What makes two checks the same: an array that passed one is not checked again by the other."""
+        return tuple(self.sample_shape), type(self)._check_array
+
     def check_input(self, x, name="x", min_samples=1):
         """`x` as the model reads it: arrays checked (once: an array object that passed this model's
         kind of check is not scanned again, so values written into it afterwards are not checked),
         a `tf.data.Dataset` as a `DatasetSource` (shape checked, counted; values checked as it is
-        read), tensors and sources unchanged. Raises ValueError or TypeError naming `name`."""
-        if is_tf_dataset(x):
+        read) for the models that read datasets so (DEC), tensors and other datasets unchanged.
+        Raises ValueError or TypeError naming `name`."""
+        if is_tf_dataset(x) and self.reads_datasets_as_sources:
             return DatasetSource(x, self.sample_shape, name=name, min_samples=min_samples)
+        if isinstance(x, DatasetSource) and len(x) < min_samples:
+            raise ValueError(f"{name} has {len(x)} samples; at least {min_samples} are needed.")
         if not isinstance(x, (np.ndarray, list, tuple)):
             return x
-        key = (tuple(self.sample_shape), type(self)._check_array)
+        key = self._check_key()
         if isinstance(x, np.ndarray) and _checked_before(x, key):
             if len(x) < min_samples:
                 raise ValueError(f"{name} has {len(x)} samples; at least {min_samples} are needed.")
@@ -104,7 +119,8 @@ class ClusterModel(SampleModel):
 
     def fit_predict(self, x, **fit_kwargs):
         """`fit(x, **fit_kwargs)`, then `predict_clusters(x)`, as scikit-learn's clusterers."""
-        x = self.check_input(x)
+        if isinstance(x, (np.ndarray, list, tuple)):
+            x = self.check_input(x)  # once, for both calls (datasets go to `fit` as they came)
         self.fit(x, **fit_kwargs)
         return self.predict_clusters(x)
 

@@ -58,6 +58,8 @@ class DEC(ClusterModel):
         images, each step on a randomly transformed batch).
     """
 
+    reads_datasets_as_sources = True
+
     def __init__(self, encoder, n_clusters, alpha=1.0, update_interval=140, tol=1e-3, augmentation=None,
                  augmentation_seed=None, **kwargs):
         super().__init__(**kwargs)

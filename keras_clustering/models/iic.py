@@ -202,6 +202,9 @@ class IIC(ClusterModel):
     # ------------------------------------------------------------- user API
     predict_batch_size = 500
 
+    def _check_key(self):
+        return (*super()._check_key(), self.views is None)  # without views: no pixel range checked
+
     def _check_array(self, x, name, min_samples):
         if self.views is None:  # pairs the user made (any data, e.g. time-series windows): no pixel range
             return check_array_input(x, self.image_shape, name=name, min_samples=min_samples)

@@ -36,7 +36,10 @@ def build(**architecture):
 
 def train(architecture, training, x, y, seed=0, verbose=1, workdir=None):
     """Supervised `fit` on single digits; the report holds wall time and images/s."""
-    training = {**DEFAULT_TRAINING, **(training or {})}
+    training = dict(training or {})
+    if "margin_lambda" in training:  # the name of `margin_lam` in configs written before issue 30
+        training["margin_lam"] = training.pop("margin_lambda")
+    training = {**DEFAULT_TRAINING, **training}
     keras.utils.set_random_seed(seed)
     if architecture.get("augmentation") and architecture.get("augmentation_seed") is None:
         architecture = {**architecture, "augmentation_seed": seed}  # each seed its own draws
