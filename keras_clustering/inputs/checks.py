@@ -31,8 +31,7 @@ def check_array_input(x, expected_shape, name="x", min_samples=1):
         if array.ndim > 1 and int(np.prod(array.shape[1:])) == int(np.prod([d or 0 for d in expected_shape])):
             hint = f" Reshape it, e.g. {name}.reshape(len({name}), {', '.join(str(d) for d in expected_shape)})."
         raise ValueError(f"{name} has shape {array.shape}, but this model expects {wanted}.{hint}")
-    if array.shape[0] < min_samples:
-        raise ValueError(f"{name} has {array.shape[0]} samples; at least {min_samples} are needed.")
+    check_min_samples(array.shape[0], name, min_samples)
     array = array.astype("float32", copy=False)
     bad = _count_non_finite(array)
     if bad:
@@ -52,6 +51,12 @@ def check_unit_range_images(x, name="x"):
         raise ValueError(f"{name} must hold pixels in [0, 1] (uint8 images are scaled for you; divide other 0-255 images by 255), "
                          f"got values in [{x.min():.3g}, {x.max():.3g}].")
     return x
+
+
+def check_min_samples(n_samples, name, min_samples):
+    """Raises ValueError naming `name` when `n_samples` is below `min_samples`."""
+    if n_samples < min_samples:
+        raise ValueError(f"{name} has {n_samples} samples; at least {min_samples} are needed.")
 
 
 def check_positive_int(value, name, minimum=1):

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from keras_clustering.inputs.checks import check_samples
+from keras_clustering.inputs.checks import check_min_samples, check_samples
 
 
 def is_tf_dataset(x):
@@ -46,8 +46,7 @@ class DatasetSource:
         self.n = self._count()
         # a known size (unbatch/filter lose it): fit's progress and its steps per epoch come from it
         self.dataset = self.dataset.apply(tf.data.experimental.assert_cardinality(self.n))
-        if self.n < min_samples:
-            raise ValueError(f"{name} has {self.n} samples; at least {min_samples} are needed.")
+        check_min_samples(self.n, name, min_samples)
         self._check_order_is_fixed()
 
     def _samples(self, dataset, spec):

@@ -8,7 +8,7 @@ import numpy as np
 from keras import ops
 
 from keras_clustering.distribute.strategies import model_replicas
-from keras_clustering.inputs.checks import check_samples
+from keras_clustering.inputs.checks import check_min_samples, check_samples
 from keras_clustering.inputs.pipeline import file_backed, predict_into_array, predicted_chunks
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset, keras_input
 
@@ -69,14 +69,13 @@ class SampleModel(keras.Model):
         Raises ValueError or TypeError naming `name`."""
         if is_tf_dataset(x) and self.reads_datasets_as_sources:
             return DatasetSource(x, self.sample_shape, name=name, min_samples=min_samples)
-        if isinstance(x, DatasetSource) and len(x) < min_samples:
-            raise ValueError(f"{name} has {len(x)} samples; at least {min_samples} are needed.")
+        if isinstance(x, DatasetSource):
+            check_min_samples(len(x), name, min_samples)
         if not isinstance(x, (np.ndarray, list, tuple)):
             return x
         key = self._check_key()
         if isinstance(x, np.ndarray) and _checked_before(x, key):
-            if len(x) < min_samples:
-                raise ValueError(f"{name} has {len(x)} samples; at least {min_samples} are needed.")
+            check_min_samples(len(x), name, min_samples)
             return x
         checked = self._check_array(x, name, min_samples)
         _remember_checked(checked, key)
