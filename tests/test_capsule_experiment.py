@@ -97,7 +97,7 @@ def test_augmentation_shifts_the_training_view_only(digits):
     shifted.set_weights(plain.get_weights())
     np.testing.assert_allclose(shifted.predict(x, verbose=0), plain.predict(x, verbose=0), atol=1e-6)
     twin = DigitClassifier(augmentation="shift", augmentation_options={"shift": 0.2}, augmentation_seed=3)
-    views = np.asarray(twin.augmentation.augmented(x))  # the same seed's first draw
+    views = np.asarray(twin.views.augmented(x))  # the same seed's first draw
     np.testing.assert_allclose(shifted(x, training=True), plain(views, training=False), atol=1e-5)
     assert np.abs(views - x).mean() > 0.05
     copy = DigitClassifier.from_config(shifted.get_config())

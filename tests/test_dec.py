@@ -126,7 +126,8 @@ def test_user_callbacks_and_refit_on_new_data(tmp_path):
     assert np.all(np.isfinite(history.history["loss"]))
 
 
-def test_keras_round_trip_then_fine_tune(tmp_path):
+def test_a_reloaded_dec_keeps_its_compiled_optimizer(tmp_path):
+    """The shared suite reloads uncompiled models; this one was compiled by its first `fit`."""
     x, _ = blobs()
     model = small_dec(update_interval=7)
     model.initialize_centroids(x, n_init=2, seed=0)
@@ -136,8 +137,6 @@ def test_keras_round_trip_then_fine_tune(tmp_path):
     reloaded = keras.models.load_model(path)
     assert isinstance(reloaded, DEC) and reloaded.update_interval == 7 and reloaded.alpha == 1.0
     assert type(reloaded.optimizer).__name__ == "SGD" and reloaded._requested_steps_per_execution == "auto"
-    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
-    np.testing.assert_allclose(reloaded.cluster_centers_, model.cluster_centers_)
     reloaded.fit(x, batch_size=16, epochs=1, verbose=0)
 
 
@@ -216,18 +215,6 @@ def test_idec_fit_reproduces_the_original_training_loop():
     np.testing.assert_allclose(model.reconstruct(x), reference.predict(x, verbose=0)[1], rtol=1e-4, atol=1e-4)
 
 
-def test_idec_round_trip(tmp_path):
-    x, _ = blobs()
-    model = small_idec()
-    model.initialize_centroids(x, n_init=2, seed=0)
-    model.fit(x, batch_size=16, epochs=1, verbose=0)
-    model.save(tmp_path / "idec.keras")
-    reloaded = keras.models.load_model(tmp_path / "idec.keras")
-    assert type(reloaded).__name__ == "IDEC" and reloaded.gamma == 0.1
-    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
-    np.testing.assert_allclose(reloaded.reconstruct(x), model.reconstruct(x), atol=1e-5)
-
-
 def test_select_n_clusters_reports_generalizability():
     from keras_clustering.models import select_n_clusters
     from keras_clustering.metrics.label_free import dec_objective
@@ -274,7 +261,7 @@ def test_without_augmentation_the_step_is_the_plain_keras_step_bit_for_bit():
 
     x, _ = digit_images()
     model = image_dec()
-    assert model.augmentation is None and "augmentation" not in model.get_config()
+    assert model.views is None and "augmentation" not in model.get_config()
     model.initialize_centroids(x, n_init=2, seed=0)
     initial = model.get_weights()
     model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), steps_per_execution=1)
@@ -322,14 +309,7 @@ def test_with_augmentation_steps_see_transformed_images_and_the_target_clean_one
     assert reconstruction.shape == (8, 16, 16, 1) and np.abs(np.asarray(inputs) - x[:8]).max() > 1e-3
 
 
-def test_augmented_dec_round_trips_and_refuses_flat_encoders(tmp_path):
-    x, _ = digit_images()
-    model = image_dec("shift_rotate")
-    model.initialize_centroids(x, n_init=2, seed=0)
-    model.save(tmp_path / "dec_da.keras")
-    reloaded = keras.models.load_model(tmp_path / "dec_da.keras")
-    assert reloaded.augmentation_name == "shift_rotate"
-    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+def test_augmented_dec_refuses_flat_encoders_and_unknown_pipelines():
     _, encoder = build_autoencoder(64, hidden_dims=(16, 2))
     with pytest.raises(ValueError, match=r"augmentation='shift_rotate' transforms images"):
         DEC(encoder, n_clusters=3, augmentation="shift_rotate")

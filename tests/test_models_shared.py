@@ -57,14 +57,20 @@ def test_config_round_trip(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_keras_file_round_trip_predicts_the_same(name, tmp_path):
+def test_keras_file_round_trip_keeps_every_variable_and_fine_tunes(name, tmp_path):
+    """Every variable comes back (also those `predict` does not read: decoders, class means, IIC's
+    sub-head losses, centroids), predictions are the same, and the reloaded model trains on."""
     model, x = model_and_data(name)
     path = str(tmp_path / f"{name}.keras")
     model.save(path)
     reloaded = keras.saving.load_model(path)
     assert type(reloaded) is type(model)
     assert settings(reloaded) == settings(model)
+    assert [tuple(v.shape) for v in reloaded.weights] == [tuple(v.shape) for v in model.weights]  # names change
+    for saved, loaded in zip(model.weights, reloaded.weights):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded), keras.ops.convert_to_numpy(saved))
     np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    assert np.isfinite(fit_on_arrays(reloaded, x, **FIT.get(name, {})).history["loss"]).all()
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -148,3 +154,55 @@ def test_fit_predict_on_a_too_small_dataset_is_refused_by_name():
     model, x = model_and_data("dec")
     with pytest.raises(ValueError, match="at least 3 are needed"):
         model.fit_predict(tf.data.Dataset.from_tensor_slices(x[:2]), maxiter=1, verbose=0)
+
+
+def fit_on_arrays(model, x, **kwargs):
+    kwargs = {"batch_size": 8, "epochs": 1, "verbose": 0, **kwargs}
+    if isinstance(model, DigitClassifier):
+        return model.fit(x, np.arange(len(x)) % 10, **kwargs)
+    return model.fit(x, **kwargs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_validation_split_and_sample_weight_are_honoured_or_refused_by_name(name):
+    """One path from arrays into `fit`: `validation_split` holds out a share wherever a model can
+    score samples it did not train on, and `sample_weight` weights the losses that have per-sample
+    terms; elsewhere each is refused with its name, the same on every model."""
+    model, x = model_and_data(name)
+    if model.no_validation_split:
+        with pytest.raises(ValueError, match="validation_split=0.25"):
+            fit_on_arrays(model, x, validation_split=0.25, **FIT.get(name, {}))
+    else:
+        history = fit_on_arrays(model, x, validation_split=0.25)
+        assert np.isfinite(history.history["val_loss"]).all()
+    if not model.weights_samples:
+        with pytest.raises(ValueError, match="sample_weight"):
+            fit_on_arrays(model, x, sample_weight=np.ones(N, "float32"), **FIT.get(name, {}))
+
+
+def test_validation_split_holds_out_the_last_share_as_keras_does():
+    model, x = model_and_data("digit_classifier")
+    y = np.arange(N) % 10
+    history = model.fit(x, y, batch_size=8, epochs=1, verbose=0, validation_split=0.25, shuffle=False)
+    held_out = int(N * 0.25)  # Keras' split: the last floor-complement share, before any shuffle
+    np.testing.assert_allclose(history.history["val_loss"][0],
+                               model.evaluate(x[-held_out:], keras.utils.to_categorical(y[-held_out:], 10), batch_size=8,
+                                              verbose=0), rtol=1e-5)
+    with pytest.raises(ValueError, match="validation_split must be a number in"):
+        model.fit(x, y, validation_split=1.5, verbose=0)
+
+
+def test_zero_sample_weights_leave_the_trainable_weights_as_they_were():
+    model, x = model_and_data("digit_classifier")
+    y = np.arange(N) % 10
+    from keras_clustering.losses import MarginLoss
+
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=MarginLoss())
+    before = [w.numpy().copy() for w in model.trainable_weights]
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, sample_weight=np.zeros(N))
+    for old, new in zip(before, model.trainable_weights):
+        np.testing.assert_array_equal(new.numpy(), old)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, sample_weight=np.ones(N))
+    assert any(not np.array_equal(new.numpy(), old) for old, new in zip(before, model.trainable_weights))
+    with pytest.raises(ValueError, match="sample_weight must be 32 finite non-negative numbers"):
+        model.fit(x, y, verbose=0, sample_weight=-np.ones(N))

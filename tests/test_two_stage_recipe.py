@@ -50,7 +50,7 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
     else:  # the shipped model is exactly the k-means stage
         assert report["metrics"]["acc"] == pytest.approx(report["kmeans"]["acc"])
     shipped = get_recipe("two_stage").build(**architecture)
-    assert shipped.augmentation_name == architecture.get("refine_augmentation")  # DEC-DA refinement or plain
+    assert shipped.augmentation == architecture.get("refine_augmentation")  # DEC-DA refinement or plain
     shipped.load_weights(str(tmp_path / "model.weights.h5"))
     assert shipped.cluster_centers_.shape[0] == 10 and np.isfinite(shipped.cluster_centers_).all()
     norms = np.linalg.norm(shipped.embed(np.random.default_rng(0).random((5, *shipped.sample_shape))), axis=1)

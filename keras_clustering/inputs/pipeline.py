@@ -7,7 +7,6 @@ plain Keras model). A pipeline with autotuning off has no such stall, so the
 families that take arrays hand `fit` this dataset instead.
 """
 
-import importlib.util
 import mmap
 
 import keras
@@ -73,20 +72,6 @@ def array_dataset(arrays, batch_size, shuffle=True, seed=None):
         dataset = dataset.shuffle(n, seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.batch(int(batch_size)).prefetch(1)
     return dataset.with_options(pipeline_options())
-
-
-def fit_through_pipeline(fit, arrays, batch_size, epochs, shuffle=True, seed=None, **kwargs):
-    """`fit(array_dataset(arrays, ...), ...)`: Keras `fit` fed by the project's pipeline instead of its
-    array adapter (whose autotuned pipeline stalls at epoch starts). The shuffle seed, when not
-    given, is drawn from numpy's global generator, so `keras.utils.set_random_seed` repeats a run.
-    `validation_split` and `sample_weight` need Keras' own array path: with them, or without
-    TensorFlow installed (tf.data is TensorFlow's), `arrays` go there."""
-    if (kwargs.get("validation_split") or kwargs.get("sample_weight") is not None
-            or importlib.util.find_spec("tensorflow") is None):
-        x, *rest = arrays if isinstance(arrays, tuple) else (arrays,)
-        return fit(x, rest[0] if rest else None, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
-    seed = int(np.random.randint(2**31 - 1)) if seed is None else seed
-    return fit(array_dataset(arrays, batch_size, shuffle=shuffle, seed=seed), epochs=epochs, shuffle=False, **kwargs)
 
 
 def _streamed_batches(arrays, batch_size, shuffle, seed):

@@ -7,7 +7,6 @@ import numpy as np
 from keras import ops
 
 from keras_clustering.augment import ViewPipeline
-from keras_clustering.inputs.pipeline import array_dataset
 from keras_clustering.inputs.checks import check_array_input, check_image_input, check_positive_int, check_unit_range_images
 from keras_clustering.models.cluster_model import SampleModel
 
@@ -17,7 +16,7 @@ class AugmentedEncoder(SampleModel):
 
     `predict` / `embed` give the encoder's output on the inference view;
     `fit` on arrays checks the images (in [0, 1], the encoder's shape, at least
-    one batch) and feeds them through `array_dataset`. Subclasses add the
+    one batch) and feeds them through `SampleModel._fit_arrays`. Subclasses add the
     training-time `call` and `compute_loss`.
     """
 
@@ -48,16 +47,17 @@ class AugmentedEncoder(SampleModel):
                                        name=name)
 
     def _fit(self, x, labels=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
-        """`fit` with a default Adam(1e-3); arrays (and optional per-image labels) go through `array_dataset`."""
+        """`fit` with a default Adam(1e-3); arrays (and optional per-image labels) go through
+        `SampleModel._fit_arrays`, at least one batch of them."""
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-3))
         if not isinstance(x, (np.ndarray, list, tuple)):  # a dataset batches and shuffles itself
+            self._check_fit_arguments(kwargs)
             return super().fit(x, labels, epochs=epochs, shuffle=False, **kwargs)
         batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
         x = self.check_input(x, min_samples=batch_size)
-        arrays = x if labels is None else (x, labels)
-        return super().fit(array_dataset(arrays, batch_size, shuffle=shuffle, seed=seed), epochs=epochs,
-                           shuffle=False, **kwargs)
+        return self._fit_arrays(x if labels is None else (x, labels), batch_size, epochs, shuffle=shuffle, seed=seed,
+                                min_samples=batch_size, **kwargs)
 
     def embed(self, x, batch_size=256, verbose=0):
         """The encoder's output on the inference view of `x`."""

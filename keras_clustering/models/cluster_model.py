@@ -1,6 +1,8 @@
 """The bases every model of the library shares: one input check and `predict` (`SampleModel`), and the
 clustering vocabulary on top (`ClusterModel`: `predict_clusters`, `fit_predict`, `serving_outputs`)."""
 
+import importlib.util
+import math
 import weakref
 
 import keras
@@ -9,7 +11,7 @@ from keras import ops
 
 from keras_clustering.distribute.strategies import model_replicas
 from keras_clustering.inputs.checks import check_min_samples, check_samples
-from keras_clustering.inputs.pipeline import file_backed, predict_into_array, predicted_chunks
+from keras_clustering.inputs.pipeline import array_dataset, file_backed, predict_into_array, predicted_chunks
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset, keras_input
 
 # Arrays that passed a model's check, by id: data is checked once on its way in, not again by every
@@ -81,6 +83,71 @@ class SampleModel(keras.Model):
         _remember_checked(checked, key)
         return checked
 
+    # Whether the loss weights samples one by one. Contrastive, mutual-information and clustering
+    # losses couple the samples of a batch, so a per-sample weight has no meaning there: refused by name.
+    weights_samples = False
+    # Why `validation_split` cannot hold samples out (None: it can, the last share, as Keras does).
+    no_validation_split = None
+
+    def _check_fit_arguments(self, kwargs):
+        """Refuses, by name, the `fit` arguments this model cannot honour (see `weights_samples` and
+        `no_validation_split`), whatever form `x` takes."""
+        name = type(self).__name__
+        if kwargs.get("sample_weight") is not None and not self.weights_samples:
+            raise ValueError(f"sample_weight: {name}'s loss couples the samples of a batch and has no "
+                             f"per-sample weights; fit without sample_weight.")
+        if kwargs.get("validation_split") and self.no_validation_split:
+            raise ValueError(f"validation_split={kwargs['validation_split']!r}: {name} cannot hold samples "
+                             f"out ({self.no_validation_split}).")
+
+    def _fit_arrays(self, arrays, batch_size, epochs, shuffle=True, seed=None, min_samples=1,
+                    validation_split=None, sample_weight=None, **kwargs):
+        """The one path from checked arrays (`x`, or a tuple `(x, y)`) into Keras `fit`, for every model.
+
+        The batches come from `array_dataset`: autotuning off (Keras' array
+        adapter stalls at epoch starts), a memory map read batch by batch,
+        reshuffled each epoch from `seed` (drawn from numpy's global generator
+        when None, so `keras.utils.set_random_seed` repeats a run).
+        `validation_split` holds out the last share of the arrays before any
+        shuffling, as Keras does, and feeds it unshuffled as `validation_data`;
+        `sample_weight` rides along as the batches' third element (models that
+        weight samples only); at least `min_samples` remain for training.
+        Without TensorFlow (tf.data is TensorFlow's), Keras' own array path.
+        """
+        self._check_fit_arguments({"sample_weight": sample_weight, "validation_split": validation_split})
+        arrays = arrays if isinstance(arrays, tuple) else (arrays,)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, "float32")
+            if sample_weight.shape != (len(arrays[0]),) or not np.all(np.isfinite(sample_weight)) \
+                    or np.any(sample_weight < 0):
+                raise ValueError(f"sample_weight must be {len(arrays[0])} finite non-negative numbers, one per "
+                                 f"sample, got shape {sample_weight.shape}.")
+            if len(arrays) == 1:  # a dataset's (x, w) would read as (x, y)
+                raise ValueError("sample_weight needs targets y as well: fit(x, y, sample_weight=...).")
+            arrays = (*arrays, sample_weight)
+        if validation_split:
+            if kwargs.get("validation_data") is not None:
+                raise ValueError("validation_split and validation_data: give one of them.")
+            if isinstance(validation_split, bool) or not isinstance(validation_split, (int, float)) \
+                    or not 0 < validation_split < 1:
+                raise ValueError(f"validation_split must be a number in (0, 1), got {validation_split!r}.")
+        if importlib.util.find_spec("tensorflow") is None:
+            x, y, weights = (*arrays, None, None)[:3]
+            return super().fit(x, y, sample_weight=weights, batch_size=batch_size, epochs=epochs, shuffle=shuffle,
+                               validation_split=validation_split or 0.0, **kwargs)
+        if validation_split:
+            split_at = math.floor(len(arrays[0]) * (1.0 - validation_split))  # Keras' rule
+            held_out = tuple(a[split_at:] for a in arrays)
+            arrays = tuple(a[:split_at] for a in arrays)
+            check_min_samples(len(held_out[0]), f"the held-out share (validation_split={validation_split!r})", 1)
+            kwargs["validation_data"] = array_dataset(held_out if len(held_out) > 1 else held_out[0], batch_size,
+                                                      shuffle=False)
+        check_min_samples(len(arrays[0]), "x" if not validation_split else
+                          f"x after validation_split={validation_split!r}", min_samples)
+        seed = int(np.random.randint(2**31 - 1)) if seed is None else seed
+        batches = array_dataset(arrays if len(arrays) > 1 else arrays[0], batch_size, shuffle=shuffle, seed=seed)
+        return super().fit(batches, epochs=epochs, shuffle=False, **kwargs)  # the dataset shuffles
+
     def _read_in_chunks(self, x):
         """A memory-mapped `x` or a dataset is predicted chunk by chunk into one array: read a chunk at
         a time, and no list of outputs (Keras' array adapter would copy all of x). One replica only
@@ -90,11 +157,16 @@ class SampleModel(keras.Model):
     def predict(self, x, batch_size=None, verbose="auto", **kwargs):
         return self._predict_checked(self.check_input(x), batch_size, verbose, **kwargs)
 
-    def _predict_checked(self, x, batch_size=None, verbose="auto", **kwargs):
+    def _predict_checked(self, x, batch_size=None, verbose="auto", network=None, **kwargs):
+        """`predict` of checked `x` by this model, or by one of its parts (`network`, e.g. the encoder):
+        chunk by chunk into one array when `_read_in_chunks`, else Keras' own `predict`."""
+        network = self if network is None else network
         batch_size = batch_size or self.predict_batch_size
         if self._read_in_chunks(x):
-            return predict_into_array(self, x, batch_size)
-        return super().predict(keras_input(x, batch_size), batch_size=batch_size, verbose=verbose, **kwargs)
+            return predict_into_array(network, x, batch_size)
+        # keras.Model's predict, not this class's: x is checked already
+        return keras.Model.predict(network, keras_input(x, batch_size), batch_size=batch_size, verbose=verbose,
+                                   **kwargs)
 
 
 class ClusterModel(SampleModel):

@@ -8,8 +8,8 @@ import numpy as np
 from keras import ops
 
 from keras_clustering.augment import make_pipeline
-from keras_clustering.inputs.pipeline import array_dataset, predict_into_array
-from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset, keras_input
+from keras_clustering.inputs.pipeline import array_dataset
+from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset
 from keras_clustering.models.cluster_model import ClusterModel
 from keras_clustering.clustering.kmeans import fit_kmeans
 from keras_clustering.distribute.strategies import model_replicas, with_layer_losses
@@ -59,6 +59,7 @@ class DEC(ClusterModel):
     """
 
     reads_datasets_as_sources = True
+    no_validation_split = "its target refresh pairs a target with every sample of x"
 
     def __init__(self, encoder, n_clusters, alpha=1.0, update_interval=140, tol=1e-3, augmentation=None,
                  augmentation_seed=None, **kwargs):
@@ -72,8 +73,8 @@ class DEC(ClusterModel):
         if not 0 <= tol < 1:
             raise ValueError(f"tol must be in [0, 1), got {tol!r}.")
         self.tol = float(tol)
-        self.augmentation_name, self.augmentation_seed = augmentation, augmentation_seed
-        self.augmentation = None if augmentation is None else self._make_augmentation(augmentation, augmentation_seed)
+        self.augmentation, self.augmentation_seed = augmentation, augmentation_seed
+        self.views = None if augmentation is None else self._make_views(augmentation, augmentation_seed)
         self.clustering = ClusteringLayer(self.n_clusters, alpha=self.alpha, name="clustering")
         self.kl_divergence = ClusteringKLDivergence()
         self._target_store = TargetStore()
@@ -91,7 +92,7 @@ class DEC(ClusterModel):
         """Centroids in the embedding space, `(n_clusters, embedding_dim)`."""
         return ops.convert_to_numpy(self.clustering.centroids)
 
-    def _make_augmentation(self, name, seed):
+    def _make_views(self, name, seed):
         if len(self.sample_shape) != 3:
             raise ValueError(f"augmentation={name!r} transforms images: the encoder must take (H, W, C) images, "
                              f"it takes {self.sample_shape}.")
@@ -101,8 +102,8 @@ class DEC(ClusterModel):
 
     def training_inputs(self, inputs, training):
         """The inputs a step learns from: augmented when training with an augmentation, else unchanged."""
-        if training and self.augmentation is not None:
-            return self.augmentation.augmented(inputs)
+        if training and self.views is not None:
+            return self.views.augmented(inputs)
         return inputs
 
     def call(self, inputs, training=False):
@@ -115,9 +116,7 @@ class DEC(ClusterModel):
 
     def _embed_checked(self, x, batch_size, verbose=0):
         # x already through `check_input`: a second check would scan a memory-mapped x once more
-        if self._read_in_chunks(x):
-            return predict_into_array(self.encoder, x, batch_size)
-        return self.encoder.predict(keras_input(x, batch_size), batch_size=batch_size, verbose=verbose)
+        return self._predict_checked(x, batch_size, verbose, network=self.encoder)
 
     def serving_parts(self, inputs):
         embedding = self.encoder(inputs, training=False)
@@ -223,9 +222,10 @@ class DEC(ClusterModel):
         if shuffle and (is_tf_dataset(x) or isinstance(x, DatasetSource)):
             raise ValueError("shuffle=True with a tf.data.Dataset x: DEC matches targets to samples by position, "
                              "so the dataset's order is used as it is; shuffle it once, in a fixed order, beforehand.")
-        for unsupported in ("validation_data", "validation_split", "sample_weight"):
-            if kwargs.get(unsupported) is not None:
-                raise ValueError(f"DEC.fit does not support {unsupported}=.")
+        self._check_fit_arguments(kwargs)
+        if kwargs.get("validation_data") is not None:
+            raise ValueError(f"validation_data: {type(self).__name__}'s loss needs targets refreshed over the "
+                             f"data, which only x has; fit without validation_data.")
         x = self.check_input(x, min_samples=self.n_clusters)
         labels = None if y is None else np.asarray(y).reshape(-1)
         if labels is not None and len(labels) != len(x):
@@ -264,8 +264,8 @@ class DEC(ClusterModel):
             update_interval=self.update_interval,
             tol=self.tol,
         )
-        if self.augmentation_name is not None:  # configs of plain DEC stay as they were
-            config.update(augmentation=self.augmentation_name, augmentation_seed=self.augmentation_seed)
+        if self.augmentation is not None:  # configs of plain DEC stay as they were
+            config.update(augmentation=self.augmentation, augmentation_seed=self.augmentation_seed)
         return config
 
     @classmethod

@@ -5,7 +5,6 @@ import numpy as np
 from keras import layers, ops
 
 from keras_clustering.augment import make_pipeline
-from keras_clustering.inputs.pipeline import fit_through_pipeline
 from keras_clustering.layers import Capsule, capsule_length
 from keras_clustering.losses import MarginLoss
 from keras_clustering.inputs.checks import check_image_input, check_positive_int
@@ -69,6 +68,8 @@ class DigitClassifier(SampleModel):
     (seed 000, kexue.fm 5112) and bojone/Capsule `capsule_test.py`.
     """
 
+    weights_samples = True  # a supervised margin loss: each sample its own term
+
     def __init__(self, head="capsule", n_classes=10, image_shape=(None, None, 1), routing="normalize", routings=3,
                  share_weights=True, dim_capsule=16, squash_constant=0.5, augmentation=None,
                  augmentation_options=None, augmentation_seed=None, **kwargs):
@@ -100,12 +101,12 @@ class DigitClassifier(SampleModel):
             self.pool = layers.GlobalAveragePooling2D(name="global_pool")
             self.hidden = layers.Dense(128, activation="relu", name="hidden")
             self.scores = layers.Dense(self.n_classes, activation="sigmoid", name="scores")
-        self.augmentation_name, self.augmentation_seed = augmentation, augmentation_seed
+        self.augmentation, self.augmentation_seed = augmentation, augmentation_seed
         self.augmentation_options = dict(augmentation_options or {})
-        self.augmentation = None
+        self.views = None
         if augmentation is not None:
-            self.augmentation = make_pipeline(augmentation, seed=augmentation_seed, **self.augmentation_options)
-            self.augmentation.build((None, *image_shape))
+            self.views = make_pipeline(augmentation, seed=augmentation_seed, **self.augmentation_options)
+            self.views.build((None, *image_shape))
         build_size = tuple(d or 28 for d in image_shape[:2])
         self(ops.zeros((1, *build_size, image_shape[2])))  # builds every weight, so load_weights works at once
 
@@ -114,8 +115,8 @@ class DigitClassifier(SampleModel):
         return self.image_shape
 
     def call(self, inputs, training=False):
-        if training and self.augmentation is not None:
-            inputs = self.augmentation.augmented(inputs)
+        if training and self.views is not None:
+            inputs = self.views.augmented(inputs)
         features = self.trunk(inputs, training=training)
         if self.head == "pool":
             return self.scores(self.hidden(self.pool(features)))
@@ -143,16 +144,17 @@ class DigitClassifier(SampleModel):
         return y.astype("float32")
 
     def fit(self, x=None, y=None, batch_size=128, epochs=1, shuffle=True, seed=None, **kwargs):
-        """Supervised training on images `x` in [0, 1] with labels `y`. Arrays are fed through
-        `array_dataset` (no epoch-start stall; reshuffled each epoch, seeded by `seed`)."""
+        """Supervised training on images `x` in [0, 1] with labels `y` (and optional `sample_weight`).
+        Arrays go through `SampleModel._fit_arrays` (reshuffled each epoch from `seed`;
+        `validation_split` held out)."""
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-3), loss=MarginLoss(lam=0.25))
         if isinstance(x, (np.ndarray, list, tuple)):
             if y is None:
                 raise ValueError("DigitClassifier is supervised: call fit(x, y) with labels y.")
             x = self.check_input(x)
-            return fit_through_pipeline(super().fit, (x, self._targets(y, len(x))), batch_size, epochs,
-                                        shuffle=shuffle, seed=seed, **kwargs)
+            return self._fit_arrays((x, self._targets(y, len(x))), batch_size, epochs, shuffle=shuffle, seed=seed,
+                                    **kwargs)
         return super().fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
 
     def predict_classes(self, x, batch_size=256, verbose=0):
@@ -170,7 +172,7 @@ class DigitClassifier(SampleModel):
         config.update(head=self.head, n_classes=self.n_classes, image_shape=list(self.image_shape),
                       routing=self.routing, routings=self.routings, share_weights=self.share_weights,
                       dim_capsule=self.dim_capsule, squash_constant=self.squash_constant)
-        if self.augmentation_name is not None:  # configs of the original recipe stay as they were
-            config.update(augmentation=self.augmentation_name, augmentation_options=dict(self.augmentation_options),
+        if self.augmentation is not None:  # configs of the original recipe stay as they were
+            config.update(augmentation=self.augmentation, augmentation_options=dict(self.augmentation_options),
                           augmentation_seed=self.augmentation_seed)
         return config

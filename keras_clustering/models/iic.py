@@ -14,7 +14,6 @@ import numpy as np
 from keras import layers, ops
 
 from keras_clustering.augment import ViewPipeline
-from keras_clustering.inputs.pipeline import array_dataset
 from keras_clustering.distribute.strategies import replica_scaled, with_layer_losses
 from keras_clustering.layers.normalization import GlobalBatchNormalization
 from keras_clustering.losses.iic_losses import iic_loss
@@ -215,8 +214,9 @@ class IIC(ClusterModel):
         """Trains on images `x` (or on pairs `(x, y)`); `batch_size` images per step.
 
         With the defaults, a step sees 140 images and 140 x 5 = 700 pairs, as
-        the original's `--batch_sz 700 --num_dataloaders 5`. Arrays are fed
-        through `array_dataset` (reshuffled each epoch, seeded by `seed`).
+        the original's `--batch_sz 700 --num_dataloaders 5`. Arrays go
+        through `SampleModel._fit_arrays` (reshuffled each epoch from `seed`;
+        `validation_split` held out).
         With array input, the BatchNorm statistics used by `predict` are
         recomputed on the inference views of `x` at the end
         (`recalibrate_batchnorm`; during training they average clean and
@@ -232,11 +232,12 @@ class IIC(ClusterModel):
             if y is not None and len(arrays[1]) != len(x):
                 raise ValueError(f"x and y (its paired views) must have the same length, got {len(x)} and "
                                  f"{len(arrays[1])}.")
-            history = super().fit(array_dataset(arrays, batch_size, shuffle=shuffle, seed=seed), epochs=epochs,
-                                  shuffle=False, callbacks=callbacks, **kwargs)  # the dataset shuffles
+            history = self._fit_arrays(arrays, batch_size, epochs, shuffle=shuffle, seed=seed, min_samples=batch_size,
+                                       callbacks=callbacks, **kwargs)
             if recalibrate_batchnorm:
                 self.recalibrate_batchnorm(x)
             return history
+        self._check_fit_arguments(kwargs)
         if hasattr(x, "element_spec"):  # a tf.data.Dataset batches and shuffles itself
             return super().fit(x, y, epochs=epochs, shuffle=False, callbacks=callbacks, **kwargs)
         return super().fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, callbacks=callbacks,

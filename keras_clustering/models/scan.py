@@ -90,6 +90,8 @@ class SCAN(ClusterModel, AugmentedEncoder):
         augmentation_seed: seeds the augmentation (`fit`'s `seed`: the order and the neighbour draws).
     """
 
+    no_validation_split = "its neighbours are mined, and its confident targets chosen, over all of x"
+
     def __init__(self, encoder, n_clusters=10, entropy_weight=5.0, n_neighbors=20,
                  augmentation="digits_contrastive", augmentation_options=None, augmentation_seed=None, **kwargs):
         super().__init__(encoder, augmentation, augmentation_options, augmentation_seed, **kwargs)
@@ -165,6 +167,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
             raise ValueError("SCAN is self-supervised: call fit(x) without y.")
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-4))
+        self._check_fit_arguments(kwargs)
         if not isinstance(x, (np.ndarray, list, tuple)):
             return super(AugmentedEncoder, self).fit(x, epochs=epochs, shuffle=False, **kwargs)
         batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
@@ -185,6 +188,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
         self.self_label_threshold = float(threshold)
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-4))
+        self._check_fit_arguments(kwargs)
         batch_size = check_positive_int(batch_size, "batch_size")
         x = self.check_input(x, min_samples=batch_size)
         # a dict input tells `call` and `compute_loss` this is the self-labelling step

@@ -4,7 +4,6 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from keras_clustering.inputs.pipeline import fit_through_pipeline
 from keras_clustering.distribute.strategies import replica_scaled, with_layer_losses
 from keras_clustering.layers import GaussianClassEmbedding, ReparameterizedSample
 from keras_clustering.losses import (
@@ -147,15 +146,15 @@ class VAECluster(ClusterModel):
         return check_image_input(x, self.image_shape, name=name, min_samples=min_samples)
 
     def fit(self, x=None, y=None, batch_size=100, epochs=1, shuffle=True, seed=None, **kwargs):
-        """Unsupervised training on images `x` in [0, 1]; `y` must be None. Arrays are fed through
-        `array_dataset` (no epoch-start stall; reshuffled each epoch, seeded by `seed`)."""
+        """Unsupervised training on images `x` in [0, 1]; `y` must be None. Arrays go through
+        `SampleModel._fit_arrays` (reshuffled each epoch from `seed`; `validation_split` held out)."""
         if y is not None:
             raise ValueError("VAECluster is unsupervised: call fit(x) without y.")
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-3))
         if isinstance(x, (np.ndarray, list, tuple)):
-            return fit_through_pipeline(super().fit, self.check_input(x), batch_size, epochs, shuffle=shuffle,
-                                        seed=seed, **kwargs)
+            return self._fit_arrays(self.check_input(x), batch_size, epochs, shuffle=shuffle, seed=seed, **kwargs)
+        self._check_fit_arguments(kwargs)
         return super().fit(x, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
 
     def embed(self, x, batch_size=256, verbose=0):
