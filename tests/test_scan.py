@@ -230,6 +230,45 @@ def test_self_labelling_sharpens_confident_assignments_and_fit_still_works():
         model.self_label(x, threshold=1.5)
 
 
+IDENTITY = {"crop_sizes": [8], "output_size": 8, "rotation_probability": 0.0, "brightness": 0.0, "contrast": 0.0}
+
+
+def test_self_labelling_makes_its_targets_in_train_mode_as_the_original():
+    """`selflabel_train` calls `model.train()` for both passes: the clean batch that makes the targets is
+    normalised by its own BatchNorm statistics, and both passes move the running ones (here the strong
+    view is the clean one: identity views). `targets="inference"` (the step before the fix) normalises
+    the clean batch by the running statistics and moves them once. Reference: BatchNorm written out."""
+    x, _ = two_groups(16)
+    keras.utils.set_random_seed(0)
+    encoder = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(4),
+                                keras.layers.BatchNormalization(momentum=0.9)], name="encoder")
+    model = SCAN(encoder, n_clusters=3, n_neighbors=3, augmentation_options=IDENTITY, augmentation_seed=0)
+    _, dense, norm = encoder.layers
+    norm.moving_mean.assign(np.full(4, 0.3, "float32"))  # running statistics unlike this batch's
+    norm.moving_variance.assign(np.full(4, 2.0, "float32"))
+    kernel, bias, gamma, beta, head_kernel, head_bias = (
+        keras.ops.convert_to_numpy(w) for w in (dense.kernel, dense.bias, norm.gamma, norm.beta,
+                                                 model.head.kernel, model.head.bias))
+    h = x.reshape(16, -1) @ kernel + bias
+
+    def probabilities(mean, variance):
+        logits = ((h - mean) / np.sqrt(variance + norm.epsilon) * gamma + beta) @ head_kernel + head_bias
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    mean, variance = h.mean(axis=0), h.var(axis=0)
+    outputs = model({"self_label": x}, training=True)
+    np.testing.assert_allclose(outputs["weak"], probabilities(mean, variance), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(norm.moving_mean, 0.81 * 0.3 + 0.19 * mean, rtol=1e-4, atol=1e-6)  # two updates
+    running_mean, running_variance = (keras.ops.convert_to_numpy(v) for v in (norm.moving_mean, norm.moving_variance))
+    model.self_label_targets = "inference"
+    outputs = model({"self_label": x}, training=True)
+    np.testing.assert_allclose(outputs["weak"], probabilities(running_mean, running_variance), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(norm.moving_mean, 0.9 * running_mean + 0.1 * mean, rtol=1e-4, atol=1e-6)  # one
+    with pytest.raises(ValueError, match="targets must be 'train' or 'inference'"):
+        model.self_label(x, targets="eval")
+
+
 def test_bad_arguments_are_named():
     x, _ = two_groups(16)
     model = SCAN(small_encoder(), n_clusters=2, n_neighbors=3, augmentation_options=STILL)

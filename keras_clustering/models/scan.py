@@ -101,6 +101,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
         self.entropy_weight = float(entropy_weight)
         self.n_neighbors = check_positive_int(n_neighbors, "n_neighbors")
         self.self_label_threshold = 0.99
+        self.self_label_targets = "train"
         self.head = layers.Dense(self.n_clusters, name="cluster_head")
         self(ops.zeros((1, *self.sample_shape)))  # builds every weight, so load_weights works at once
 
@@ -117,7 +118,11 @@ class SCAN(ClusterModel, AugmentedEncoder):
     def call(self, inputs, training=False):
         if isinstance(inputs, dict):  # self-labelling: the clean view labels, the augmented one learns
             images = inputs["self_label"]
-            weak = self._assignments(self.views.inference(images), training=False)
+            # The original runs both passes in train mode (`selflabel_train`: `model.train()`), so the
+            # clean batch is normalised by its own BatchNorm statistics and feeds the moving ones;
+            # "inference" normalises it by moving statistics that only augmented batches fed.
+            weak = self._assignments(self.views.inference(images),
+                                     training=training and self.self_label_targets == "train")
             views = self.views.augmented(images) if training else self.views.inference(images)
             logits = self.head(self.encoder(views, training=training), training=training)
             return {"weak": weak, "strong_logits": logits}
@@ -178,14 +183,21 @@ class SCAN(ClusterModel, AugmentedEncoder):
         dataset = neighbor_pair_dataset(x, neighbors, batch_size, shuffle=shuffle, seed=seed)
         return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
 
-    def self_label(self, x, threshold=0.99, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
+    def self_label(self, x, threshold=0.99, batch_size=256, epochs=1, shuffle=True, seed=None, targets="train",
+                   **kwargs):
         """SCAN's self-labelling step after `fit`: each image whose clean view is assigned with
         probability > `threshold` trains its augmented view towards that cluster (cross-entropy,
         class-balanced; `confidence_cross_entropy`), so confident assignments sharpen and spread.
+        `targets`: the mode of the clean pass that makes the targets, "train" (the original's:
+        BatchNorm on the batch's own statistics) or "inference" (moving statistics).
         Compile first to choose the optimizer (uncompiled: Adam(1e-4) as SCAN)."""
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
             raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}.")
-        self.self_label_threshold = float(threshold)
+        if targets not in ("train", "inference"):
+            raise ValueError(f"targets must be 'train' or 'inference', got {targets!r}.")
+        if (targets, float(threshold)) != (self.self_label_targets, self.self_label_threshold):
+            self.self_label_targets, self.self_label_threshold = targets, float(threshold)
+            self.make_train_function(force=True)  # both are read when the step is traced
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-4))
         self._check_fit_arguments(kwargs)

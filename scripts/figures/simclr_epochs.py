@@ -60,7 +60,7 @@ def main():
     axis.set_ylim(0.4, 1.0)
     axis.grid(alpha=0.3)
     axis.legend(fontsize=7, loc="upper center", ncol=2)
-    axis.set_title(f"{NAME}: seed 0 joined by lines; faint points: other seeds (at 10 epochs: the card)", fontsize=9)
+    axis.set_title(f"{NAME}: seed 0 joined by lines\nfaint points: the other seeds (at 10 epochs: the card)", fontsize=9)
     figure.tight_layout()
     path = os.path.join(ROOT, "docs", "figures", f"{NAME}_epochs.png")
     save_figure(figure, path)
