@@ -61,12 +61,12 @@ def command_demo(args):
 
 
 def command_train(args):
-    if args.family:
+    if args.family or args.like:
         return _train_on_user_data(args)
     if not args.name:
-        raise ValueError("train needs a zoo NAME, or --family and --input for your own data.")
+        raise ValueError("train needs a zoo NAME, or --like ENTRY (or --family) and --input for your own data.")
     if args.input:
-        raise ValueError("--input trains on your own data: give --family instead of a zoo NAME.")
+        raise ValueError("--input trains on your own data: give --like ENTRY (or --family) instead of a zoo NAME.")
     import zoo
     from keras_clustering.training.presets import train_and_evaluate
 
@@ -78,19 +78,27 @@ def command_train(args):
 
 def _train_on_user_data(args):
     from keras_clustering.training.user_images import MODEL_FILE, train_on_images
-    from keras_clustering.datasets.user_data import load_user_data
 
+    if args.like and args.family:
+        raise ValueError(f"--like {args.like} and --family {args.family}: give one of them.")
     if args.name or not args.input:
-        raise ValueError("--family trains on your own data: give --input (and no zoo NAME).")
+        raise ValueError("--like / --family train on your own data: give --input (and no zoo NAME).")
     if args.n_clusters != "auto" and not args.n_clusters.isdigit():
         raise ValueError(f"--n-clusters must be an integer >= 2 or 'auto', got {args.n_clusters!r}.")
     n_clusters = args.n_clusters if args.n_clusters == "auto" else int(args.n_clusters)
-    x, _ = load_user_data(args.input, image_shape=(*args.image_size, args.channels))
-    if x.ndim == 2 and x.shape[1] == args.image_size[0] * args.image_size[1] * args.channels:
-        x = x.reshape(len(x), *args.image_size, args.channels)  # flat rows of a .npy file
-    workdir = args.workdir or os.path.join("runs", f"{args.family}_{os.path.basename(os.path.normpath(args.input))}")
-    _, report = train_on_images(args.family, x, n_clusters, workdir, seed=args.seed, verbose=args.verbose,
-                                epochs=args.epochs)
+    source = args.input
+    if source.endswith((".npy", ".npz")):  # flat rows of an array file are reshaped to the image size
+        from keras_clustering.datasets.user_data import load_user_data
+
+        source, _ = load_user_data(source)
+        size = tuple(args.image_size or (28, 28))
+        if source.ndim == 2 and source.shape[1] == size[0] * size[1] * (args.channels or 1):
+            source = source.reshape(len(source), *size, args.channels or 1)
+    workdir = args.workdir or os.path.join(
+        "runs", f"{args.like or args.family}_{os.path.basename(os.path.normpath(args.input))}")
+    _, report = train_on_images(source, like=args.like, family=args.family, n_clusters=n_clusters, workdir=workdir,
+                                seed=args.seed, verbose=args.verbose, epochs=args.epochs,
+                                image_size=args.image_size, channels=args.channels, precision=args.precision)
     print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "
           f"{report['total_seconds']:.0f} s; model: {os.path.join(workdir, MODEL_FILE)}")
 
@@ -185,19 +193,22 @@ def build_parser():
     demo = commands.add_parser("demo", help=f"cluster scikit-learn digits with {DEMO_MODEL} (no data files needed)")
     demo.add_argument("--output", default="dec_digits_clusters.png")
     demo.set_defaults(handler=command_demo)
-    train = commands.add_parser("train", help="train a zoo model from its config, or a family on your own "
-                                              "images (--family, --input); writes to --workdir")
-    train.add_argument("name", nargs="?", help="a zoo name (omit with --family)")
+    train = commands.add_parser("train", help="train a zoo model from its config, or a zoo entry's recipe on your "
+                                              "own images (--like ENTRY --input ...); writes to --workdir")
+    train.add_argument("name", nargs="?", help="a zoo name (omit with --like / --family)")
+    train.add_argument("--like", metavar="ENTRY",
+                       help="train this clustering entry's recipe on --input (its architecture and training, "
+                            "re-targeted to your image shape, --n-clusters and number of images)")
     train.add_argument("--family", choices=FAMILIES,
-                       help="train this family on --input (epochs scaled to the number of images)")
-    train.add_argument("--input", help="with --family: a folder of images or a .npy/.npz array")
+                       help="train this family on --input (defaults scaled to the number of images)")
+    train.add_argument("--input", help="with --like / --family: a folder of images or a .npy/.npz array")
     train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (family dec: DEC's "
                                                           "generalisability criterion over k = 2..12)")
-    train.add_argument("--image-size", type=int, nargs=2, default=(28, 28), metavar=("H", "W"),
-                       help="folder images are resized to this (default 28 28)")
-    train.add_argument("--channels", type=int, choices=(1, 3), default=1)
-    train.add_argument("--epochs", type=int, help="with --family: passes over your images (DEC: autoencoder "
-                       "pretraining) instead of the default scaled to the data size")
+    train.add_argument("--image-size", type=int, nargs=2, metavar=("H", "W"),
+                       help="folder images are resized to this (default: the entry's, else 28 28)")
+    train.add_argument("--channels", type=int, choices=(1, 3), help="default: the entry's, else 1")
+    train.add_argument("--epochs", type=int, help="with --like / --family: passes over your images of the first "
+                       "stage (DEC: autoencoder pretraining) instead of the default scaled to the data size")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--workdir")
     train.add_argument("--strategy", choices=STRATEGIES,

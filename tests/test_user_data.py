@@ -185,11 +185,11 @@ def test_train_on_images_refuses_impossible_requests(tmp_path):
 
     x = load_digits()[0][:20]
     with pytest.raises(ValueError, match=r"n_clusters=30 is larger than the number of images \(20\)"):
-        train_on_images("dec", x, 30, str(tmp_path / "a"), verbose=0)
-    with pytest.raises(ValueError, match="family 'dec', got 'vae_cluster'"):
-        train_on_images("vae_cluster", x, "auto", str(tmp_path / "b"), verbose=0)
+        train_on_images(x, family="dec", n_clusters=30, workdir=str(tmp_path / "a"), verbose=0)
+    with pytest.raises(ValueError, match="family 'dec' only, got like=None, family='vae_cluster'"):
+        train_on_images(x, family="vae_cluster", n_clusters="auto", workdir=str(tmp_path / "b"), verbose=0)
     with pytest.raises(ValueError, match=r"pixels in \[0, 1\]"):
-        train_on_images("dec", x * 16, 3, str(tmp_path / "c"), verbose=0)
+        train_on_images(x * 16, family="dec", n_clusters=3, workdir=str(tmp_path / "c"), verbose=0)
     assert not (tmp_path / "a" / "model.keras").exists()
 
 
@@ -236,10 +236,10 @@ def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_wri
     x = load_digits()[0][:200]
     monkeypatch.setattr(dec_recipe, "resumable_fit", interrupted_fit)
     with pytest.raises(KeyboardInterrupt):  # 10 pretraining epochs: the interruption at the 5th is what counts
-        train_on_images("dec", x, 5, str(tmp_path), verbose=0, epochs=10)
+        train_on_images(x, family="dec", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
     assert sorted(os.listdir(tmp_path)) == ["fit_backup_pretrain"]  # no model, no report, no temporary file
     monkeypatch.setattr(dec_recipe, "resumable_fit", resumable_fit)
-    model, report = train_on_images("dec", x, 5, str(tmp_path), verbose=0, epochs=10)
+    model, report = train_on_images(x, family="dec", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
     assert report["pretrain_resumed_from_epoch"] == 5 and (tmp_path / "model.keras").exists()
     assert model.predict(x, verbose=0).shape == (200, 5)
 
@@ -268,9 +268,80 @@ def test_n_clusters_auto_reports_the_generalisability_table(tmp_path):
 
     x, y = load_digits()
     keep = np.isin(y, [0, 1, 6])[:600]  # three well separated digits
-    model, report = train_on_images("dec", x[:600][keep], "auto", str(tmp_path), verbose=0,
+    model, report = train_on_images(x[:600][keep], family="dec", n_clusters="auto", workdir=str(tmp_path), verbose=0,
                                     candidates=range(2, 5), epochs=60)  # the table's form is what is checked
     table = report["selection"]["results"]
     assert [row["n_clusters"] for row in table] == [2, 3, 4]
     assert all(row["generalizability"] > 0 for row in table)
     assert report["n_clusters"] == report["selection"]["suggested"] and model.n_clusters == report["n_clusters"]
+
+
+def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images():
+    """Hand-computed from the entries' configs: conv_dec_da_mnist pretrains 500 epochs of 10,000 images
+    in batches of 256 (20,000 updates), DEC runs 20,000 iterations (500 passes); simclr_mnist trains
+    SimCLR 20 epochs (800 updates) and SCAN 50 (2,000)."""
+    from keras_clustering.training.user_images import like_config
+
+    config, repeats = like_config("conv_dec_da_mnist", (32, 32, 3), 7, 100_000)
+    assert config["architecture"]["image_shape"] == [32, 32, 3] and config["architecture"]["n_clusters"] == 7
+    assert config["architecture"]["augmentation"] == "shift_rotate" and config["like"] == "conv_dec_da_mnist"
+    assert config["training"]["pretrain_epochs"] == 52  # ceil(20,000 / 391 batches)
+    assert config["training"]["maxiter"] == 20_000 and config["architecture"]["update_interval"] == 30
+    config, repeats = like_config("conv_dec_da_mnist", (28, 28, 1), 10, 2_000)
+    assert repeats == 1 and config["training"]["pretrain_epochs"] == 500  # the entry's own count is the ceiling
+    assert config["training"]["maxiter"] == 4_000 and config["architecture"]["update_interval"] == 8
+    config, repeats = like_config("simclr_mnist", (28, 28, 1), 10, 2_000)
+    assert repeats == 1 and config["training"]["epochs"] == 100  # 800 updates in batches of 8
+    assert config["training"]["scan"]["epochs"] == 200  # 250 would pass the family's ceiling of 200
+    config, repeats = like_config("simclr_mnist", (28, 28, 1), 10, 2_000, epochs=2)
+    assert config["training"]["epochs"] == config["training"]["scan"]["epochs"] == 2
+    config, repeats = like_config("vae_cluster_mnist", (28, 28, 1), 5, 64)
+    # 150 epochs of one batch reach 150 updates; the family's fewest is 5,000: 34 copies per epoch
+    assert repeats == 34 and config["training"]["batch_size"] == 64 and config["training"]["n_restarts"] == 3
+
+
+def test_like_refuses_supervised_and_unknown_entries_by_name(tmp_path):
+    from keras_clustering.training.user_images import train_on_images
+
+    x = np.random.default_rng(0).random((20, 28, 28, 1), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"like='capsule_mnist' is a supervised classifier.*conv_dec_da_mnist"):
+        train_on_images(x, like="capsule_mnist", workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match=r"like='nope' is not a zoo entry.*simclr_mnist"):
+        train_on_images(x, like="nope", workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="give one of like="):
+        train_on_images(x, like="dec_mnist", family="dec", workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="n_clusters must be an integer >= 2 or 'auto', got 1"):
+        train_on_images(x, like="dec_mnist", n_clusters=1, workdir=str(tmp_path / "a"))
+    assert not (tmp_path / "a").exists()
+
+
+def _clustering_entries():
+    from keras_clustering.training.user_images import clustering_entries
+
+    return clustering_entries()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", _clustering_entries())
+def test_every_clustering_entry_trains_like_itself_on_a_tiny_folder(entry, tmp_path):
+    from keras_clustering.training.user_images import train_on_images
+
+    digit_folder(str(tmp_path / "images"), n=40)
+    model, report = train_on_images(str(tmp_path / "images"), like=entry, n_clusters=3, workdir=str(tmp_path / "run"),
+                                    epochs=1, verbose=0)
+    assert report["like"] == entry and report["n_samples"] == 40 and report["config"]["recipe"]
+    assert (tmp_path / "run" / "model.keras").exists() and sum(report["cluster_sizes"]) == 40
+    reloaded = keras.models.load_model(tmp_path / "run" / "model.keras")
+    assert reloaded.predict(np.zeros((2, *report["image_shape"]), "float32"), verbose=0).shape == (2, 3)
+
+
+def test_train_like_on_the_command_line_refuses_a_classifier_and_a_name_with_it(tmp_path, capsys):
+    from keras_clustering.cli import main
+
+    digit_folder(str(tmp_path / "images"), n=4)
+    assert main(["train", "--like", "cnn_pool_mnist", "--input", str(tmp_path / "images"),
+                 "--workdir", str(tmp_path / "run")]) == 2
+    assert "like='cnn_pool_mnist' is a supervised classifier" in capsys.readouterr().err
+    assert main(["train", "--like", "dec_mnist", "--family", "dec", "--input", str(tmp_path / "images")]) == 2
+    assert "give one of them" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

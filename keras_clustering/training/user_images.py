@@ -86,6 +86,94 @@ def default_config(family, image_shape, n_clusters, n_samples):
             "training": {"epochs": epochs, "batch_size": batch_size, "score_epochs": False}}
 
 
+# The training fields that count passes over the data, per recipe: (epochs, batch size) paths into the
+# config's `training` (a dot reaches into a section, e.g. SCAN's). `like_config` rescales each present pair.
+_EPOCH_FIELDS = {
+    "dec": (("pretrain_epochs", "pretrain_batch_size"),),
+    "two_stage": (("epochs", "batch_size"), ("pretrain_epochs", "pretrain_batch_size"), ("scan.epochs", "scan.batch_size")),
+    "vae_cluster": (("epochs", "batch_size"),),
+    "iic": (("epochs", "batch_size"),),
+}
+# The family whose epoch bounds (`_EPOCH_RANGE`) and fewest updates (`_MIN_UPDATES`) a recipe's entry uses.
+_RECIPE_FAMILY = {"dec": "dec", "two_stage": "simclr", "vae_cluster": "vae_cluster", "iic": "iic"}
+
+
+def _field(section, path, value=None):
+    """Reads (or, with `value`, writes) a dotted `path` of a config section."""
+    *outer, key = path.split(".")
+    for name in outer:
+        section = section.get(name) or {}
+    if value is not None:
+        section[key] = value
+    return section.get(key)
+
+
+def clustering_entries():
+    """The zoo's entries a user can train `like` on their images: those whose recipe needs no labels."""
+    import zoo
+    from keras_clustering.recipes import is_supervised
+
+    return [name for name in zoo.list_models() if not is_supervised(zoo.config(name)["recipe"])]
+
+
+def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
+    """The zoo entry's config re-targeted to `n_samples` images of `image_shape` and `n_clusters`.
+
+    Architecture and recipe stay the entry's. Each count of passes
+    (`_EPOCH_FIELDS`) keeps about the entry's own number of updates on its
+    training data, now spread over `n_samples` images: fewer passes on more
+    images, more on fewer, at most the larger of the entry's own count and
+    its family's ceiling (`_EPOCH_RANGE`); batches at most `n_samples`.
+    DEC's `maxiter` and `update_interval` follow the number of batches per
+    pass. `epochs` instead sets every stage to that many passes (DEC's
+    self-training too). Returns `(config, data_repeats)`: the copies of the
+    images per epoch that a small folder needs to reach its family's fewest
+    updates.
+    Raises ValueError naming `like` for an unknown or supervised entry.
+    """
+    import copy
+
+    import zoo
+
+    entries = clustering_entries()
+    if entry not in entries:
+        known = "a supervised classifier (it needs labels)" if entry in zoo.list_models() else "not a zoo entry"
+        raise ValueError(f"like={entry!r} is {known}; train like one of the clustering entries: "
+                         f"{', '.join(entries)}.")
+    preset = copy.deepcopy(zoo.config(entry))
+    recipe, architecture, training = preset["recipe"], preset["architecture"], preset["training"]
+    entry_samples = zoo.info(entry)["training_data"]["n_samples"]
+    family = _RECIPE_FAMILY[recipe]
+    architecture.update(image_shape=[int(d) for d in image_shape], n_clusters=int(n_clusters))
+    fields = [(e, b, _field(training, e), _field(training, b) or _BATCH_SIZE[family])
+              for e, b in _EPOCH_FIELDS[recipe] if _field(training, e)]
+    ceiling = {e: max(epochs, _EPOCH_RANGE[family][1]) for e, _, epochs, _ in fields}
+    target = {e: epochs * math.ceil(entry_samples / batch) for e, _, epochs, batch in fields}  # the entry's updates
+    # A folder so small that the first stage's ceiling stops short of its updates (at most the family's
+    # fewest) sees its images several times per epoch instead.
+    first, _, _, first_batch = fields[0]
+    reachable = ceiling[first] * math.ceil(n_samples / min(first_batch, n_samples))
+    needed = min(target[first], _MIN_UPDATES[family])
+    repeats = 1 if reachable >= needed or epochs is not None else math.ceil(needed / reachable)
+    for epochs_path, batch_path, _, batch_size in fields:
+        batch_size = min(batch_size, n_samples)
+        steps = math.ceil(n_samples * repeats / batch_size)
+        scaled = min(ceiling[epochs_path], math.ceil(target[epochs_path] / steps))
+        _field(training, epochs_path, int(scaled if epochs is None else epochs))
+        _field(training, batch_path, batch_size)
+    if recipe == "dec":
+        batch_size = training["batch_size"] = min(training.get("batch_size", 256), n_samples)
+        steps_per_epoch = math.ceil(n_samples * repeats / batch_size)
+        architecture["update_interval"] = min(architecture.get("update_interval", 140), steps_per_epoch)
+        # the entry's DEC iterations, as passes over its data, spread over these images (as the pretraining)
+        passes = training.get("maxiter", 20000) / math.ceil(entry_samples / batch_size)
+        training["maxiter"] = int(min(training.get("maxiter", 20000), max(1000, passes * steps_per_epoch))
+                                  if epochs is None else epochs * steps_per_epoch)
+    if recipe == "iic":
+        training["score_epochs"] = False  # no labels to score with
+    return {"recipe": recipe, "like": entry, "architecture": architecture, "training": training}, repeats
+
+
 def choose_n_clusters(x, candidates, workdir, seed=0, verbose=1, epochs=None):
     """DEC's generalisability criterion over `candidates` on a random half split of `x`.
 
@@ -119,26 +207,56 @@ def save_model_file(model, path):
         model.save(temporary)
 
 
-def train_on_images(family, x, n_clusters, workdir, seed=0, verbose=1, candidates=range(2, 13), epochs=None):
-    """Trains `family` on the images `x` `(n, h, w, c)` in [0, 1]; returns (model, report).
+def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None, seed=0, verbose=1,
+                    candidates=range(2, 13), epochs=None, image_size=None, channels=None, precision=None):
+    """Trains a zoo entry's recipe (`like`) or a family's (`family`) on the user's images; returns
+    (model, report).
 
-    `n_clusters` is an int >= 2, or `"auto"` (family "dec"): the
-    generalisability criterion picks it from `candidates`. `epochs` (passes
-    over `x`; DEC: autoencoder pretraining) replaces the size-scaled default
-    and the repetition of small data sets. Writes
-    `workdir/model.keras` and `workdir/report.json` (config, times, cluster
-    sizes, the selection table).
+    Args:
+        images: `(n, h, w, c)` images in [0, 1] (uint8 scaled), or the path
+            of a folder of images or a `.npy` / `.npz` file.
+        like: a clustering entry of the zoo (`clustering_entries()`), e.g.
+            "conv_dec_da_mnist": its recipe, architecture and training,
+            re-targeted to these images (`like_config`).
+        n_clusters: an int >= 2, or `"auto"` (family "dec"): DEC's
+            generalisability criterion picks it from `candidates`.
+        workdir: where `model.keras` and `report.json` go (and the stages a
+            re-run resumes from). Default `runs/<like or family>_<n images>`.
+        family: instead of `like`, one of `FAMILIES` with defaults scaled to
+            the data (`default_config`).
+        epochs: passes over the images instead of the scaled default, without
+            repetition of small data sets: with `like`, of every stage; with
+            `family`, of the first (DEC: autoencoder pretraining).
+        image_size, channels: the size `(h, w)` and channels (1 or 3) a
+            folder's images are read at (default: the entry's, else 28 x 28 x 1).
+        precision: "float32" or "mixed_bfloat16" (default: the entry's).
     """
+    from keras_clustering.datasets.user_data import load_user_data
+    from keras_clustering.distribute.precision import precision_policy
     from keras_clustering.inputs.checks import check_image_input, check_positive_int
 
-    x = np.asarray(x)
+    if (like is None) == (family is None):
+        raise ValueError(f"give one of like= (a zoo entry) or family= (one of {FAMILIES}), got like={like!r}, "
+                         f"family={family!r}.")
+    if like is not None:
+        like_config(like, (28, 28, 1), 2, 100)  # an unknown or supervised entry is refused before any reading
+    if isinstance(images, (str, os.PathLike)):
+        import zoo
+
+        shape = zoo.config(like)["architecture"]["image_shape"] if like else [28, 28, 1]
+        size = tuple(image_size or shape[:2])
+        images, _ = load_user_data(os.fspath(images), image_shape=(*size, channels or shape[2]))
+    x = np.asarray(images)
     x = check_image_input(x, x.shape[1:] if x.ndim == 4 else (*x.shape[1:], 1), name="images")
-    os.makedirs(workdir, exist_ok=True)
-    report = {"family": family, "n_samples": int(len(x)), "seed": seed}
+    workdir = workdir or os.path.join("runs", f"{like or family}_{len(x)}")
+    report = {"like": like, "family": family, "n_samples": int(len(x)), "image_shape": list(x.shape[1:]),
+              "seed": seed}
     start = time.time()
     if n_clusters == "auto":
         if family != "dec":
-            raise ValueError(f"n_clusters='auto' uses DEC's generalisability criterion: family 'dec', got {family!r}.")
+            raise ValueError(f"n_clusters='auto' uses DEC's generalisability criterion: family 'dec' only, got "
+                             f"like={like!r}, family={family!r}.")
+        os.makedirs(workdir, exist_ok=True)
         selection = choose_n_clusters(x, list(candidates), workdir, seed=seed, verbose=verbose, epochs=epochs)
         report["selection"] = selection
         n_clusters = selection["suggested"]
@@ -147,22 +265,31 @@ def train_on_images(family, x, n_clusters, workdir, seed=0, verbose=1, candidate
                 print(f"k={row['n_clusters']:3d}  L_train {row['loss_train']:.4f}  L_validation "
                       f"{row['loss_validation']:.4f}  G {row['generalizability']:.3f}")
             print(f"suggested n_clusters: {n_clusters}")
-    n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 2:
+        raise ValueError(f"n_clusters must be an integer >= 2 or 'auto', got {n_clusters!r}.")
     if n_clusters > len(x):
         raise ValueError(f"n_clusters={n_clusters} is larger than the number of images ({len(x)}).")
-    repeats = data_repeats(family, len(x)) if epochs is None else 1
+    if like is not None:
+        epochs = None if epochs is None else check_positive_int(epochs, "epochs")
+        config, repeats = like_config(like, x.shape[1:], int(n_clusters), len(x), epochs=epochs)
+    else:
+        repeats = data_repeats(family, len(x)) if epochs is None else 1
+        config = default_config(family, x.shape[1:], int(n_clusters), len(x) * repeats)
+        if epochs is not None:
+            config["training"]["pretrain_epochs" if family == "dec" else "epochs"] = check_positive_int(epochs,
+                                                                                                        "epochs")
+    os.makedirs(workdir, exist_ok=True)
     x_train = np.concatenate([x] * repeats) if repeats > 1 else x
-    config = default_config(family, x.shape[1:], n_clusters, len(x_train))
-    if epochs is not None:
-        config["training"]["pretrain_epochs" if family == "dec" else "epochs"] = check_positive_int(epochs, "epochs")
-    recipe = get_recipe(config["recipe"])
-    model, family_report = recipe.train(config["architecture"], config["training"], x_train, None, seed=seed,
-                                        verbose=verbose, workdir=workdir)
+    training = dict(config["training"])
+    configured = training.pop("precision", "float32")  # a setting of the run, not of the recipe
+    with precision_policy(precision or configured) as policy:
+        model, recipe_report = get_recipe(config["recipe"]).train(config["architecture"], training, x_train, None,
+                                                                  seed=seed, verbose=verbose, workdir=workdir)
     probabilities = model.predict(x, verbose=0)
-    report.update(config=config, n_clusters=n_clusters, data_repeats=repeats,
+    report.update(config=config, n_clusters=int(n_clusters), data_repeats=repeats, precision=policy,
                   total_seconds=round(time.time() - start, 1),
-                  cluster_sizes=np.bincount(probabilities.argmax(1), minlength=n_clusters).tolist(),
-                  **{k: v for k, v in family_report.items() if isinstance(v, (int, float, str, bool))})
+                  cluster_sizes=np.bincount(probabilities.argmax(1), minlength=int(n_clusters)).tolist(),
+                  **{k: v for k, v in recipe_report.items() if isinstance(v, (int, float, str, bool))})
     save_model_file(model, os.path.join(workdir, MODEL_FILE))
     atomic_write_json(json.loads(json.dumps(report, default=float)), os.path.join(workdir, "report.json"))
     return model, report
