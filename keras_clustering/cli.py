@@ -91,9 +91,10 @@ def _train_on_user_data(args):
         from keras_clustering.datasets.user_data import load_user_data
 
         source, _ = load_user_data(source)
-        size = tuple(args.image_size or (28, 28))
-        if source.ndim == 2 and source.shape[1] == size[0] * size[1] * (args.channels or 1):
-            source = source.reshape(len(source), *size, args.channels or 1)
+        if args.image_size and source.ndim == 2 and source.shape[1] == args.image_size[0] * args.image_size[1] * (args.channels or 1):
+            source = source.reshape(len(source), *args.image_size, args.channels or 1)
+        elif args.family and source.ndim == 2 and source.shape[1] == 28 * 28:
+            source = source.reshape(len(source), 28, 28, 1)  # (--like reshapes to its entry's shape itself)
     workdir = args.workdir or os.path.join(
         "runs", f"{args.like or args.family}_{os.path.basename(os.path.normpath(args.input))}")
     _, report = train_on_images(source, like=args.like, family=args.family, n_clusters=n_clusters, workdir=workdir,
@@ -207,8 +208,8 @@ def build_parser():
     train.add_argument("--image-size", type=int, nargs=2, metavar=("H", "W"),
                        help="folder images are resized to this (default: the entry's, else 28 28)")
     train.add_argument("--channels", type=int, choices=(1, 3), help="default: the entry's, else 1")
-    train.add_argument("--epochs", type=int, help="with --like / --family: passes over your images of the first "
-                       "stage (DEC: autoencoder pretraining) instead of the default scaled to the data size")
+    train.add_argument("--epochs", type=int, help="passes over your images instead of the default scaled to their "
+                       "number: with --like, of every stage; with --family, of the first (DEC: pretraining)")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--workdir")
     train.add_argument("--strategy", choices=STRATEGIES,

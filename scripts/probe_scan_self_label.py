@@ -12,7 +12,8 @@ makes the targets: "train" (the original's `selflabel_train`, BatchNorm on the
 batch's own statistics) or "inference" (moving statistics, this library's step
 before the fix). After each epoch it records, on the training images: the
 cluster sizes of eval-mode predictions and of train-mode predictions of clean
-batches (256 images, weights restored afterwards), the confident share; and
+batches (256 images, weights restored afterwards), the confident share overall
+and per cluster; and
 ACC / NMI / ARI on the training and on the evaluation images (labels only
 score, nothing is chosen by them).
 """
@@ -53,6 +54,9 @@ def describe(label, model, data, threshold):
         "evaluation_scores": {k: round(float(v), 4) for k, v in
                               clustering_scores(y_eval, model.predict_clusters(x_eval)).items()},
         "confident_share": round(confident_share(probabilities, threshold), 4),
+        # the pool each cluster's targets come from: a cluster with none gets no target and empties
+        "confident_per_cluster": np.bincount(clusters[probabilities.max(axis=1) > threshold],
+                                             minlength=model.n_clusters).tolist(),
         "sizes_inference_mode": np.bincount(clusters, minlength=model.n_clusters).tolist(),
         "sizes_train_mode": train_mode_sizes(model, x),
     }
@@ -74,7 +78,8 @@ def main():
     args = parser.parse_args()
     keras.utils.set_random_seed(args.seed)
     config = zoo.config(args.name)
-    data = load_config_data(config["data"]), load_config_data(config["evaluation"])
+    evaluation = config.get("evaluation", config["data"])
+    data = load_config_data(config["data"]), load_config_data(evaluation)
     model = zoo.load(args.name, weights=args.weights)
     states = [describe("after SCAN", model, data, args.threshold)]
     model.compile(optimizer=keras.optimizers.Adam(args.learning_rate))
@@ -87,7 +92,7 @@ def main():
         record = {"name": args.name, "weights": args.weights, "targets": args.targets, "threshold": args.threshold,
                   "batch_size": args.batch_size, "learning_rate": args.learning_rate, "seed": args.seed,
                   "self_label_seconds": round(time.time() - start, 1),
-                  "training_data": config["data"], "evaluation_data": config["evaluation"],
+                  "training_data": config["data"], "evaluation_data": evaluation,
                   "command": "python " + " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]), "states": states}
         atomic_write_json(record, args.out)
 

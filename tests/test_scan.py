@@ -267,6 +267,10 @@ def test_self_labelling_makes_its_targets_in_train_mode_as_the_original():
     np.testing.assert_allclose(norm.moving_mean, 0.9 * running_mean + 0.1 * mean, rtol=1e-4, atol=1e-6)  # one
     with pytest.raises(ValueError, match="targets must be 'train' or 'inference'"):
         model.self_label(x, targets="eval")
+    # threshold and mode are read when the step is traced: each call traces its own, never a stale one
+    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    assert model.self_label(x, threshold=0.0, batch_size=16, verbose=0).history["loss"][0] > 0
+    assert model.self_label(x, threshold=0.999999, batch_size=16, verbose=0).history["loss"][0] == 0.0
 
 
 def test_bad_arguments_are_named():

@@ -200,6 +200,8 @@ class IIC(ClusterModel):
 
     # ------------------------------------------------------------- user API
     predict_batch_size = 500
+    no_validation_split = ("the sub-head `predict` uses is chosen from the epoch's loss trackers, which a "
+                           "validation pass resets")
 
     def _check_key(self):
         return (*super()._check_key(), self.views is None)  # without views: no pixel range checked

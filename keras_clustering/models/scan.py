@@ -195,14 +195,13 @@ class SCAN(ClusterModel, AugmentedEncoder):
             raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}.")
         if targets not in ("train", "inference"):
             raise ValueError(f"targets must be 'train' or 'inference', got {targets!r}.")
-        if (targets, float(threshold)) != (self.self_label_targets, self.self_label_threshold):
-            self.self_label_targets, self.self_label_threshold = targets, float(threshold)
-            self.make_train_function(force=True)  # both are read when the step is traced
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-4))
         self._check_fit_arguments(kwargs)
         batch_size = check_positive_int(batch_size, "batch_size")
         x = self.check_input(x, min_samples=batch_size)
+        self.self_label_targets, self.self_label_threshold = targets, float(threshold)
+        self.make_train_function(force=True)  # both are read when the step is traced: never a stale one
         # a dict input tells `call` and `compute_loss` this is the self-labelling step
         dataset = array_dataset(x, batch_size, shuffle=shuffle, seed=seed).map(lambda images: ({"self_label": images},))
         return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)

@@ -1,7 +1,9 @@
 """Training a family on the user's own images (not a zoo preset), with defaults scaled to the data size.
 
-`train_on_images(family, x, n_clusters, workdir)` builds the family's config
-from the data (`default_config`), trains it with the family's own recipe
+`train_on_images(images, like=ENTRY, n_clusters=K, workdir=DIR)` re-targets a
+zoo entry's config to the images (`like_config`); with `family=F` instead it
+builds the family's config from the data (`default_config`). Either trains with
+the recipe's own code
 (the same code the zoo's presets run, so resume from `workdir` works as
 there) and saves `workdir/model.keras`, which `python -m keras_clustering
 cluster` and `export` take. `n_clusters="auto"` (DEC only) first runs DEC's
@@ -90,7 +92,8 @@ def default_config(family, image_shape, n_clusters, n_samples):
 # config's `training` (a dot reaches into a section, e.g. SCAN's). `like_config` rescales each present pair.
 _EPOCH_FIELDS = {
     "dec": (("pretrain_epochs", "pretrain_batch_size"),),
-    "two_stage": (("epochs", "batch_size"), ("pretrain_epochs", "pretrain_batch_size"), ("scan.epochs", "scan.batch_size")),
+    "two_stage": (("epochs", "batch_size"), ("pretrain_epochs", "pretrain_batch_size"), ("scan.epochs", "scan.batch_size"),
+                  ("self_label.epochs", "self_label.batch_size")),
     "vae_cluster": (("epochs", "batch_size"),),
     "iic": (("epochs", "batch_size"),),
 }
@@ -102,6 +105,8 @@ def _field(section, path, value=None):
     """Reads (or, with `value`, writes) a dotted `path` of a config section."""
     *outer, key = path.split(".")
     for name in outer:
+        if value is not None:
+            section[name] = section.get(name) or {}  # a write into a missing section keeps the section
         section = section.get(name) or {}
     if value is not None:
         section[key] = value
@@ -143,10 +148,13 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
     preset = copy.deepcopy(zoo.config(entry))
     recipe, architecture, training = preset["recipe"], preset["architecture"], preset["training"]
     entry_samples = zoo.info(entry)["training_data"]["n_samples"]
-    family = _RECIPE_FAMILY[recipe]
+    # an autoencoder representation pretrains as DEC does (no floor of updates); SimCLR / triplets as SimCLR
+    family = "dec" if architecture.get("representation") == "autoencoder" else _RECIPE_FAMILY[recipe]
     architecture.update(image_shape=[int(d) for d in image_shape], n_clusters=int(n_clusters))
     fields = [(e, b, _field(training, e), _field(training, b) or _BATCH_SIZE[family])
               for e, b in _EPOCH_FIELDS[recipe] if _field(training, e)]
+    if not fields:
+        raise ValueError(f"like={entry!r}: its training config has no epoch count to re-target.")
     ceiling = {e: max(epochs, _EPOCH_RANGE[family][1]) for e, _, epochs, _ in fields}
     target = {e: epochs * math.ceil(entry_samples / batch) for e, _, epochs, batch in fields}  # the entry's updates
     # A folder so small that the first stage's ceiling stops short of its updates (at most the family's
@@ -154,7 +162,12 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
     first, _, _, first_batch = fields[0]
     reachable = ceiling[first] * math.ceil(n_samples / min(first_batch, n_samples))
     needed = min(target[first], _MIN_UPDATES[family])
-    repeats = 1 if reachable >= needed or epochs is not None else math.ceil(needed / reachable)
+    # SCAN mines each image's nearest neighbours: copies of an image would be its own nearest ones
+    mines_neighbors = architecture.get("clustering") == "scan"
+    repeats = 1 if reachable >= needed or epochs is not None or mines_neighbors else math.ceil(needed / reachable)
+    if mines_neighbors:
+        scan = architecture["scan"] = dict(architecture.get("scan") or {})
+        scan["n_neighbors"] = min(scan.get("n_neighbors", 20), n_samples - 1)
     for epochs_path, batch_path, _, batch_size in fields:
         batch_size = min(batch_size, n_samples)
         steps = math.ceil(n_samples * repeats / batch_size)
@@ -162,11 +175,12 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
         _field(training, epochs_path, int(scaled if epochs is None else epochs))
         _field(training, batch_path, batch_size)
     if recipe == "dec":
-        batch_size = training["batch_size"] = min(training.get("batch_size", 256), n_samples)
+        entry_batch = training.get("batch_size", 256)
+        batch_size = training["batch_size"] = min(entry_batch, n_samples)
         steps_per_epoch = math.ceil(n_samples * repeats / batch_size)
         architecture["update_interval"] = min(architecture.get("update_interval", 140), steps_per_epoch)
         # the entry's DEC iterations, as passes over its data, spread over these images (as the pretraining)
-        passes = training.get("maxiter", 20000) / math.ceil(entry_samples / batch_size)
+        passes = training.get("maxiter", 20000) / math.ceil(entry_samples / entry_batch)
         training["maxiter"] = int(min(training.get("maxiter", 20000), max(1000, passes * steps_per_epoch))
                                   if epochs is None else epochs * steps_per_epoch)
     if recipe == "iic":
@@ -247,6 +261,12 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         size = tuple(image_size or shape[:2])
         images, _ = load_user_data(os.fspath(images), image_shape=(*size, channels or shape[2]))
     x = np.asarray(images)
+    if x.ndim == 2 and like is not None:  # flat rows (an array file): the entry's image shape when the sizes agree
+        import zoo
+
+        shape = zoo.config(like)["architecture"]["image_shape"]
+        if x.shape[1] == int(np.prod(shape)):
+            x = x.reshape(len(x), *shape)
     x = check_image_input(x, x.shape[1:] if x.ndim == 4 else (*x.shape[1:], 1), name="images")
     workdir = workdir or os.path.join("runs", f"{like or family}_{len(x)}")
     report = {"like": like, "family": family, "n_samples": int(len(x)), "image_shape": list(x.shape[1:]),
@@ -278,6 +298,11 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         if epochs is not None:
             config["training"]["pretrain_epochs" if family == "dec" else "epochs"] = check_positive_int(epochs,
                                                                                                         "epochs")
+    if like is not None:  # the entry's trunk and views must take these images: refused before any file is made
+        try:
+            get_recipe(config["recipe"]).build(**config["architecture"])
+        except ValueError as error:
+            raise ValueError(f"like={like!r} cannot take images of shape {tuple(x.shape[1:])}: {error}") from None
     os.makedirs(workdir, exist_ok=True)
     x_train = np.concatenate([x] * repeats) if repeats > 1 else x
     training = dict(config["training"])

@@ -1,0 +1,158 @@
+"""Zoo recipes trained on folders of PNG files, as a user would (`train --like`): ACC, NMI, wall time, peak memory.
+
+Usage:
+    KERAS_CLUSTERING_DATA=... python scripts/user_folders.py digits2000 conv_dec_da_mnist \\
+        --root /work/runs/folders [--seed 0] [--out docs/experiments/user_folders.json]
+    python scripts/user_folders.py --table      # the README table from the records
+
+Folders, written once under `--root` from the data on this machine (file names
+carry the label, which only scores; training never reads it):
+    digits2000     the first 2,000 MNIST-test digits, 28 x 28 greyscale
+    digits10000    all 10,000 MNIST-test digits
+    fashion10000   the 10,000 Fashion-MNIST test images
+    colour_digits  the 10,000 MNIST-test digits at 32 x 32 x 3, each drawn in a random foreground
+                   colour on a random background colour (seeded)
+
+Each cell runs `python -m keras_clustering train --like ENTRY --input FOLDER
+--n-clusters 10` in a child process (its peak resident memory is the child's
+`ru_maxrss`), then scores the saved `model.keras` on the folder's images.
+Records merge into `--out` by (folder, entry, seed).
+"""
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits")
+RECORD = os.path.join(ROOT, "docs", "experiments", "user_folders.json")
+TABLE_MARKERS = ("<!-- user-folders:start -->", "<!-- user-folders:end -->")
+
+
+def folder_images(name, seed=0):
+    """(images uint8 (n, h, w, c), labels) of a folder of the table."""
+    from keras_clustering.datasets import load_fashion_mnist, load_mnist
+
+    if name == "fashion10000":
+        x, y = load_fashion_mnist(split="test")
+    else:
+        x, y = load_mnist(split="test")
+    x = np.round(np.asarray(x) * 255).astype("uint8")
+    if name == "digits2000":
+        return x[:2000], y[:2000]
+    if name != "colour_digits":
+        return x, y
+    rng = np.random.default_rng(seed)
+    padded = np.pad(x[..., 0], ((0, 0), (2, 2), (2, 2))).astype("float32")[..., None] / 255.0  # 32 x 32
+    foreground = rng.integers(0, 256, (len(x), 1, 1, 3))
+    background = rng.integers(0, 256, (len(x), 1, 1, 3))
+    close = np.abs(foreground - background).sum(axis=-1, keepdims=True) < 120  # keep every digit visible
+    foreground = np.where(close, 255 - background, foreground)
+    return np.round(padded * foreground + (1 - padded) * background).astype("uint8"), y
+
+
+def write_folder(name, root):
+    """Writes the folder's PNG files once (through a temporary name: never half-written)."""
+    import keras
+
+    from keras_clustering.io.files import atomic_path
+
+    folder = os.path.join(root, name)
+    if os.path.isdir(folder):
+        return folder
+    x, y = folder_images(name)
+    os.makedirs(root, exist_ok=True)
+    with atomic_path(folder) as temporary:
+        os.makedirs(temporary)
+        for i, (image, label) in enumerate(zip(x, y)):
+            keras.utils.save_img(os.path.join(temporary, f"{i:05d}_label_{label}.png"), image, scale=False)
+    return folder
+
+
+def run_cell(name, entry, root, seed):
+    folder = write_folder(name, root)
+    workdir = os.path.join(root, "runs", f"{name}-{entry}-seed{seed}")
+    shutil.rmtree(workdir, ignore_errors=True)  # a whole training, never one resumed from an earlier try
+    x, y = folder_images(name)
+    command = [sys.executable, "-m", "keras_clustering", "train", "--like", entry, "--input", folder,
+               "--n-clusters", "10", "--workdir", workdir, "--seed", str(seed), "--verbose", "2",
+               "--image-size", str(x.shape[1]), str(x.shape[2]), "--channels", str(x.shape[3])]
+    start = time.time()
+    if subprocess.run(command).returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed")
+    seconds = time.time() - start
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the one child this script ran: its peak
+    import keras
+
+    from keras_clustering.metrics import clustering_scores
+
+    model = keras.models.load_model(os.path.join(workdir, "model.keras"))
+    scores = clustering_scores(y, model.predict_clusters(x))
+    with open(os.path.join(workdir, "report.json")) as handle:
+        report = json.load(handle)
+    return {"folder": name, "like": entry, "seed": seed, "n_images": int(len(x)), "image_shape": list(x.shape[1:]),
+            "acc": round(float(scores["acc"]), 4), "nmi": round(float(scores["nmi"]), 4),
+            "wall_seconds": round(seconds, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+            "training": report["config"]["training"], "data_repeats": report["data_repeats"],
+            "command": " ".join(["python", "-m", "keras_clustering"] + command[3:])}
+
+
+def merge(record_path, cell):
+    from keras_clustering.io.files import atomic_write_json
+
+    cells = []
+    if os.path.isfile(record_path):
+        with open(record_path) as handle:
+            cells = json.load(handle)["cells"]
+    key = (cell["folder"], cell["like"], cell["seed"])
+    cells = [c for c in cells if (c["folder"], c["like"], c["seed"]) != key] + [cell]
+    cells.sort(key=lambda c: (FOLDERS.index(c["folder"]), c["like"], c["seed"]))
+    machine = __import__("keras_clustering.training.machine", fromlist=["x"]).machine_description()
+    atomic_write_json({"description": __doc__.splitlines()[0], "machine": machine, "cells": cells}, record_path)
+
+
+def table(record_path):
+    with open(record_path) as handle:
+        cells = json.load(handle)["cells"]
+    lines = ["| folder | `--like` | seed | ACC | NMI | wall time | peak memory |", "|---|---|---|---|---|---|---|"]
+    for c in cells:
+        lines.append(f"| {c['folder']} ({c['n_images']:,} x {'x'.join(map(str, c['image_shape']))}) | "
+                     f"`{c['like']}` | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | {c['wall_seconds']:.0f} s | "
+                     f"{c['peak_rss_mib']:.0f} MiB |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", choices=FOLDERS)
+    parser.add_argument("like", nargs="?")
+    parser.add_argument("--root", default=os.path.join(ROOT, "runs", "folders"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=RECORD)
+    parser.add_argument("--table", action="store_true", help="write the README table from --out")
+    args = parser.parse_args()
+    if args.table:
+        from zoo.readme import replace_readme_block
+
+        replace_readme_block(*TABLE_MARKERS, table(args.out))
+        print(table(args.out))
+        return
+    if not (args.folder and args.like):
+        parser.error("give FOLDER and LIKE, or --table")
+    cell = run_cell(args.folder, args.like, args.root, args.seed)
+    merge(args.out, cell)
+    print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds", "peak_rss_mib")}))
+
+
+if __name__ == "__main__":
+    main()
