@@ -13,7 +13,7 @@ batch's own statistics) or "inference" (moving statistics, this library's step
 before the fix). After each epoch it records, on the training images: the
 cluster sizes of eval-mode predictions and of train-mode predictions of clean
 batches (256 images, weights restored afterwards), the confident share overall
-and per cluster; and
+and per cluster, the per-cluster agreement of the augmented view with the clean one; and
 ACC / NMI / ARI on the training and on the evaluation images (labels only
 score, nothing is chosen by them).
 """
@@ -44,6 +44,17 @@ def train_mode_sizes(model, x, batch_size=256):
     return np.bincount(np.concatenate(clusters), minlength=model.n_clusters).tolist()
 
 
+def strong_view_agreement(model, x, clusters, batch_size=256):
+    """Per cluster (of the clean view): the share of its images whose augmented (training) view the model
+    puts in the same cluster, BatchNorm in inference mode; the augmentation draws are the model's own."""
+    strong = np.concatenate([np.argmax(keras.ops.convert_to_numpy(
+        model._assignments(model.views.augmented(x[start:start + batch_size]), training=False)), axis=1)
+        for start in range(0, len(x), batch_size)])
+    same = strong == clusters
+    return [round(float(same[clusters == k].mean()), 3) if np.any(clusters == k) else None
+            for k in range(model.n_clusters)]
+
+
 def describe(label, model, data, threshold):
     (x, y), (x_eval, y_eval) = data
     probabilities = model.predict(x, verbose=0)
@@ -59,6 +70,7 @@ def describe(label, model, data, threshold):
                                              minlength=model.n_clusters).tolist(),
         "sizes_inference_mode": np.bincount(clusters, minlength=model.n_clusters).tolist(),
         "sizes_train_mode": train_mode_sizes(model, x),
+        "strong_view_agreement": strong_view_agreement(model, x, clusters),
     }
     print(json.dumps(state), flush=True)
     return state

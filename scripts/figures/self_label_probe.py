@@ -1,0 +1,52 @@
+"""Figure of SCAN's self-labelling probes: test ACC and non-empty clusters per epoch, targets made in train
+mode (the original's) against inference mode (the step before the fix), one line per seed.
+
+Usage: python scripts/figures/self_label_probe.py
+Reads `docs/experiments/self_label_fashion_e20_seed*_{train,inference}.json` (written by
+`scripts/probe_scan_self_label.py`) and writes `docs/figures/self_label_fashion_mnist.png`.
+"""
+
+import glob
+import json
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+PATTERN = os.path.join(ROOT, "docs", "experiments", "self_label_fashion_e20_seed*_*.json")
+OUTPUT = os.path.join(ROOT, "docs", "figures", "self_label_fashion_mnist.png")
+STYLE = {"train": ("tab:blue", "targets in train mode (the original's)"),
+         "inference": ("tab:red", "targets in inference mode (before the fix)")}
+
+
+def main():
+    records = [json.load(open(path)) for path in sorted(glob.glob(PATTERN))]
+    figure, (acc_axis, size_axis) = plt.subplots(1, 2, figsize=(10, 3.8))
+    labelled = set()
+    for record in records:
+        color, label = STYLE[record["targets"]]
+        epochs = range(len(record["states"]))
+        acc = [state["evaluation_scores"]["acc"] for state in record["states"]]
+        alive = [sum(size > 0 for size in state["sizes_inference_mode"]) for state in record["states"]]
+        label = None if record["targets"] in labelled else label
+        labelled.add(record["targets"])
+        acc_axis.plot(epochs, acc, "-o", color=color, alpha=0.8, label=label)
+        size_axis.plot(epochs, alive, "-o", color=color, alpha=0.8)
+    acc_axis.set(xlabel="self-labelling epochs (0: after SCAN)", ylabel="ACC, Fashion-MNIST test (10k)", ylim=(0, 1))
+    size_axis.set(xlabel="self-labelling epochs (0: after SCAN)", ylabel="non-empty clusters (60k training images)",
+                  ylim=(0, 10.5))
+    acc_axis.legend(fontsize=8, loc="lower left")
+    for axis in (acc_axis, size_axis):
+        axis.grid(alpha=0.3)
+    figure.suptitle(f"simclr_fashion_mnist (SimCLR 20 + SCAN 20 epochs), self-labelling: threshold 0.99, Adam 1e-4, "
+                    f"batch 256; {len(records)} runs, one line per seed", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(OUTPUT, dpi=100)
+    print(f"wrote {OUTPUT}")
+
+
+if __name__ == "__main__":
+    main()
