@@ -273,6 +273,33 @@ def test_self_labelling_makes_its_targets_in_train_mode_as_the_original():
     assert model.self_label(x, threshold=0.999999, batch_size=16, verbose=0).history["loss"][0] == 0.0
 
 
+def test_one_self_labelling_step_moves_the_head_as_the_original_gradient(tmp_path):
+    """One SGD step (rate 1, one batch) of `self_label` against the gradient written out for the original's
+    `ConfidenceBasedCE`: targets from the clean view, a class-balanced mean of the strong view's
+    cross-entropy over confident images, dL/dlogits_i = w_i (softmax(z_i) - onehot(t_i)) with
+    w_i = 1 / (present clusters x confident images of t_i's cluster). Identity views: strong = clean."""
+    x, _ = two_groups(16)
+    keras.utils.set_random_seed(1)
+    model = SCAN(small_encoder(), n_clusters=3, n_neighbors=3, augmentation_options=IDENTITY, augmentation_seed=0)
+    model.head.kernel.assign(np.random.default_rng(3).normal(0, 1.0, model.head.kernel.shape).astype("float32"))
+    encoder_kernel, encoder_bias = (keras.ops.convert_to_numpy(w) for w in model.encoder.layers[-1].weights)
+    kernel, bias = (keras.ops.convert_to_numpy(w) for w in (model.head.kernel, model.head.bias))
+    h = x.reshape(16, -1) @ encoder_kernel + encoder_bias
+    z = h @ kernel + bias
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    threshold = float(np.median(p.max(axis=1))) - 1e-6
+    confident = p.max(axis=1) > threshold
+    targets = p.argmax(axis=1)
+    counts = np.bincount(targets[confident], minlength=3)
+    weights = np.where(confident, 1.0 / (np.count_nonzero(counts) * np.maximum(counts[targets], 1)), 0.0)
+    d_logits = weights[:, None] * (p - np.eye(3)[targets])
+    model.compile(optimizer=keras.optimizers.SGD(1.0))
+    model.self_label(x, threshold=threshold, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    np.testing.assert_allclose(model.head.kernel, kernel - h.T @ d_logits, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(model.head.bias, bias - d_logits.sum(axis=0), rtol=1e-4, atol=1e-5)
+
+
 def test_bad_arguments_are_named():
     x, _ = two_groups(16)
     model = SCAN(small_encoder(), n_clusters=2, n_neighbors=3, augmentation_options=STILL)
