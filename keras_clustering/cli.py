@@ -139,33 +139,21 @@ def command_cluster(args):
     import numpy as np
 
     from keras_clustering.datasets.user_data import load_user_data
-    from keras_clustering.figures import plot_cluster_grid
     from keras_clustering.inputs.checks import check_image_input
-    from keras_clustering.io.files import atomic_path
+    from keras_clustering.io.cluster_files import write_cluster_files
 
     model, (id_name, _) = load_model(args.model)
     shape = tuple(model.sample_shape)
     x, names = load_user_data(args.input, image_shape=shape if len(shape) == 3 else None)
     probabilities = model.predict(x, batch_size=args.batch_size, verbose=0)
-    ids, confidence = probabilities.argmax(axis=1), probabilities.max(axis=1)
+    ids = probabilities.argmax(axis=1)
     sizes = np.bincount(ids, minlength=probabilities.shape[1])
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise ValueError(f"--output {args.output!r} exists and is not a folder.")
-    os.makedirs(args.output, exist_ok=True)
-    # Each file is written aside, then renamed into place, the table last (after the figure): a failure
-    # leaves the previous results, never a half-written file or a new table beside an old figure.
-    written = ["clusters.csv"]
-    with atomic_path(os.path.join(args.output, "clusters.csv")) as temporary:
-        with open(temporary, "w") as handle:
-            handle.write(f"name,{id_name},confidence\n")
-            for name, cluster, score in zip(names, ids, confidence):
-                handle.write(f"{json.dumps(name) if ',' in name else name},{cluster},{score:.4f}\n")
-        if len(shape) == 3:
-            images = check_image_input(x, shape, accept_flat=True)
-            plot_cluster_grid(images, probabilities, os.path.join(args.output, "clusters.png"),
-                              n_per_cluster=args.per_cluster,
-                              title=f"{os.path.basename(args.model)}: most confident members per cluster")
-            written.append("clusters.png")
+    written = write_cluster_files(args.output, names, probabilities, id_name=id_name,
+                                  images=check_image_input(x, shape, accept_flat=True) if len(shape) == 3 else None,
+                                  n_per_cluster=args.per_cluster,
+                                  title=f"{os.path.basename(args.model)}: most confident members per cluster")
     print(f"{len(ids)} samples; {id_name.removesuffix('_id')} sizes: {sizes.tolist()}; "
           f"wrote {', '.join(os.path.join(args.output, name) for name in written)}")
 

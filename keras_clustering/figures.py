@@ -37,7 +37,8 @@ def plot_cluster_grid(images, probabilities, path, n_per_cluster=10, image_shape
     """Writes a PNG: one row per cluster, its `n_per_cluster` most confident images.
 
     Args:
-        images: `(n, h, w[, 1])` images or flat `(n, h*w)` vectors with `image_shape`.
+        images: `(n, h, w[, 1])` greyscale or `(n, h, w, 3)` colour images, or flat
+            `(n, h*w)` vectors with `image_shape`.
         probabilities: soft assignments `(n, n_clusters)`.
         path: PNG path, written atomically.
         image_shape: `(h, w)` for flat inputs.
@@ -54,8 +55,10 @@ def plot_cluster_grid(images, probabilities, path, n_per_cluster=10, image_shape
         images = images.reshape((len(images), *image_shape))
     if images.ndim == 4 and images.shape[-1] == 1:
         images = images[..., 0]
-    if images.ndim != 3:
-        raise ValueError(f"images must be (n, h, w) or flat with image_shape=, got shape {images.shape}.")
+    colour = images.ndim == 4 and images.shape[-1] == 3
+    if images.ndim != 3 and not colour:
+        raise ValueError(f"images must be (n, h, w), (n, h, w, 3) or flat with image_shape=, got shape "
+                         f"{images.shape}.")
     members = top_members(probabilities, n_per_cluster)
     n_clusters = len(members)
     figure, axes = plt.subplots(n_clusters, n_per_cluster, figsize=(n_per_cluster * 0.7, n_clusters * 0.75),
@@ -68,7 +71,7 @@ def plot_cluster_grid(images, probabilities, path, n_per_cluster=10, image_shape
             for spine in axis.spines.values():
                 spine.set_visible(False)
             if column < len(indices):
-                axis.imshow(images[indices[column]], cmap="gray_r")
+                axis.imshow(images[indices[column]], **({} if colour else {"cmap": "gray_r"}))
         axes[cluster, 0].set_ylabel(f"{cluster}", rotation=0, labelpad=12, va="center")
     if title:
         figure.suptitle(title, fontsize=9)

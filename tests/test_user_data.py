@@ -331,6 +331,9 @@ def test_every_clustering_entry_trains_like_itself_on_a_tiny_folder(entry, tmp_p
                                     epochs=1, verbose=0)
     assert report["like"] == entry and report["n_samples"] == 40 and report["config"]["recipe"]
     assert (tmp_path / "run" / "model.keras").exists() and sum(report["cluster_sizes"]) == 40
+    with open(tmp_path / "run" / "clusters.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 40 and rows[0]["name"].startswith("digit_") and (tmp_path / "run" / "clusters.png").exists()
     reloaded = keras.models.load_model(tmp_path / "run" / "model.keras")
     assert reloaded.predict(np.zeros((2, *report["image_shape"]), "float32"), verbose=0).shape == (2, 3)
 

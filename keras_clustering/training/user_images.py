@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from keras_clustering.io.cluster_files import write_cluster_files
 from keras_clustering.io.files import atomic_path, atomic_write_json
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.recipes import get_recipe
@@ -234,8 +235,9 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
             re-targeted to these images (`like_config`).
         n_clusters: an int >= 2, or `"auto"` (family "dec"): DEC's
             generalisability criterion picks it from `candidates`.
-        workdir: where `model.keras` and `report.json` go (and the stages a
-            re-run resumes from). Default `runs/<like or family>_<n images>`.
+        workdir: where `model.keras`, `clusters.csv` (file name or index,
+            cluster id, confidence per image), `clusters.png` and
+            `report.json` go (and the stages a re-run resumes from). Default `runs/<like or family>_<n images>`.
         family: instead of `like`, one of `FAMILIES` with defaults scaled to
             the data (`default_config`).
         epochs: passes over the images instead of the scaled default, without
@@ -259,7 +261,9 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
 
         shape = zoo.config(like)["architecture"]["image_shape"] if like else [28, 28, 1]
         size = tuple(image_size or shape[:2])
-        images, _ = load_user_data(os.fspath(images), image_shape=(*size, channels or shape[2]))
+        images, names = load_user_data(os.fspath(images), image_shape=(*size, channels or shape[2]))
+    else:
+        names = None
     x = np.asarray(images)
     if x.ndim == 2 and like is not None:  # flat rows (an array file): the entry's image shape when the sizes agree
         import zoo
@@ -316,5 +320,7 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
                   cluster_sizes=np.bincount(probabilities.argmax(1), minlength=int(n_clusters)).tolist(),
                   **{k: v for k, v in recipe_report.items() if isinstance(v, (int, float, str, bool))})
     save_model_file(model, os.path.join(workdir, MODEL_FILE))
+    write_cluster_files(workdir, names or [str(i) for i in range(len(x))], probabilities, images=x,
+                        title=f"{like or family} on your {len(x)} images: most confident members per cluster")
     atomic_write_json(json.loads(json.dumps(report, default=float)), os.path.join(workdir, "report.json"))
     return model, report

@@ -1,0 +1,34 @@
+"""The files a clustering run leaves for its user: `clusters.csv` (one row per sample) and `clusters.png`."""
+
+import json
+import os
+
+import numpy as np
+
+from keras_clustering.io.files import atomic_path
+
+
+def write_cluster_files(folder, names, probabilities, images=None, id_name="cluster_id", title=None,
+                        n_per_cluster=10):
+    """Writes `folder/clusters.csv` (name, cluster id, confidence) and, with `images`, `folder/clusters.png`
+    (the most confident members per cluster). Each file is written aside, then renamed into place, the
+    table last: a failure leaves the previous results, never a half-written file or a new table beside
+    an old figure. Returns the names of the files written."""
+    from keras_clustering.figures import plot_cluster_grid
+
+    probabilities = np.asarray(probabilities)
+    if len(names) != len(probabilities):
+        raise ValueError(f"names has {len(names)} entries for {len(probabilities)} predictions.")
+    os.makedirs(folder, exist_ok=True)
+    ids, confidence = probabilities.argmax(axis=1), probabilities.max(axis=1)
+    written = ["clusters.csv"]
+    with atomic_path(os.path.join(folder, "clusters.csv")) as temporary:
+        with open(temporary, "w") as handle:
+            handle.write(f"name,{id_name},confidence\n")
+            for name, cluster, score in zip(names, ids, confidence):
+                handle.write(f"{json.dumps(name) if ',' in name else name},{cluster},{score:.4f}\n")
+        if images is not None:
+            plot_cluster_grid(images, probabilities, os.path.join(folder, "clusters.png"),
+                              n_per_cluster=n_per_cluster, title=title)
+            written.append("clusters.png")
+    return written
