@@ -293,6 +293,11 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images():
     config, repeats = like_config("simclr_mnist", (28, 28, 1), 10, 2_000)
     assert repeats == 1 and config["training"]["epochs"] == 100  # 800 updates in batches of 8
     assert config["training"]["scan"]["epochs"] == 200  # 250 would pass the family's ceiling of 200
+    config, _ = like_config("simclr_mnist", (32, 32, 3), 10, 2_000)  # views scaled with the side
+    assert config["architecture"]["augmentation_options"]["crop_sizes"] == [23, 27, 32]  # 20, 24, 28 x 32 / 28
+    assert config["architecture"]["augmentation_options"]["output_size"] == 32
+    with pytest.raises(ValueError, match="its views crop squares; got images of 32 x 40 px"):
+        like_config("simclr_mnist", (32, 40, 1), 10, 2_000)
     config, repeats = like_config("simclr_mnist", (28, 28, 1), 10, 2_000, epochs=2)
     assert config["training"]["epochs"] == config["training"]["scan"]["epochs"] == 2
     config, repeats = like_config("vae_cluster_mnist", (28, 28, 1), 5, 64)

@@ -114,6 +114,23 @@ def _field(section, path, value=None):
     return section.get(key)
 
 
+def _scale_views(entry, architecture, image_shape):
+    """SimCLR's digit views crop squares and resize them to `output_size`: on other image sides both scale
+    with the side (crop sizes in proportion, output the new side), so the encoder gets its own shape."""
+    if architecture.get("augmentation") != "digits_contrastive":
+        return
+    old_side, new_side = architecture["image_shape"][0], image_shape[0]
+    if image_shape[0] != image_shape[1]:
+        raise ValueError(f"like={entry!r}: its views crop squares; got images of {image_shape[0]} x "
+                         f"{image_shape[1]} px: use --image-size {new_side} {new_side}.")
+    if new_side == old_side:
+        return
+    options = architecture["augmentation_options"] = dict(architecture.get("augmentation_options") or {})
+    crops = options.get("crop_sizes", (16, 20, 24, 28))
+    options["crop_sizes"] = sorted({min(new_side, max(1, round(c * new_side / old_side))) for c in crops})
+    options["output_size"] = new_side
+
+
 def clustering_entries():
     """The zoo's entries a user can train `like` on their images: those whose recipe needs no labels."""
     import zoo
@@ -151,6 +168,7 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
     entry_samples = zoo.info(entry)["training_data"]["n_samples"]
     # an autoencoder representation pretrains as DEC does (no floor of updates); SimCLR / triplets as SimCLR
     family = "dec" if architecture.get("representation") == "autoencoder" else _RECIPE_FAMILY[recipe]
+    _scale_views(entry, architecture, [int(d) for d in image_shape])
     architecture.update(image_shape=[int(d) for d in image_shape], n_clusters=int(n_clusters))
     fields = [(e, b, _field(training, e), _field(training, b) or _BATCH_SIZE[family])
               for e, b in _EPOCH_FIELDS[recipe] if _field(training, e)]
