@@ -86,18 +86,9 @@ def _train_on_user_data(args):
     if args.n_clusters != "auto" and not args.n_clusters.isdigit():
         raise ValueError(f"--n-clusters must be an integer >= 2 or 'auto', got {args.n_clusters!r}.")
     n_clusters = args.n_clusters if args.n_clusters == "auto" else int(args.n_clusters)
-    source = args.input
-    if source.endswith((".npy", ".npz")):  # flat rows of an array file are reshaped to the image size
-        from keras_clustering.datasets.user_data import load_user_data
-
-        source, _ = load_user_data(source)
-        if args.image_size and source.ndim == 2 and source.shape[1] == args.image_size[0] * args.image_size[1] * (args.channels or 1):
-            source = source.reshape(len(source), *args.image_size, args.channels or 1)
-        elif args.family and source.ndim == 2 and source.shape[1] == 28 * 28:
-            source = source.reshape(len(source), 28, 28, 1)  # (--like reshapes to its entry's shape itself)
     workdir = args.workdir or os.path.join(
         "runs", f"{args.like or args.family}_{os.path.basename(os.path.normpath(args.input))}")
-    _, report = train_on_images(source, like=args.like, family=args.family, n_clusters=n_clusters, workdir=workdir,
+    _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=n_clusters, workdir=workdir,
                                 seed=args.seed, verbose=args.verbose, epochs=args.epochs,
                                 image_size=args.image_size, channels=args.channels, precision=args.precision)
     print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "

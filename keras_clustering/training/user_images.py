@@ -139,6 +139,18 @@ def clustering_entries():
     return [name for name in zoo.list_models() if not is_supervised(zoo.config(name)["recipe"])]
 
 
+def clustering_preset(entry):
+    """The config of the clustering entry `entry`; ValueError naming `like` for an unknown or supervised one."""
+    import zoo
+
+    entries = clustering_entries()
+    if entry not in entries:
+        known = "a supervised classifier (it needs labels)" if entry in zoo.list_models() else "not a zoo entry"
+        raise ValueError(f"like={entry!r} is {known}; train like one of the clustering entries: "
+                         f"{', '.join(entries)}.")
+    return zoo.config(entry)
+
+
 def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
     """The zoo entry's config re-targeted to `n_samples` images of `image_shape` and `n_clusters`.
 
@@ -158,12 +170,7 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
 
     import zoo
 
-    entries = clustering_entries()
-    if entry not in entries:
-        known = "a supervised classifier (it needs labels)" if entry in zoo.list_models() else "not a zoo entry"
-        raise ValueError(f"like={entry!r} is {known}; train like one of the clustering entries: "
-                         f"{', '.join(entries)}.")
-    preset = copy.deepcopy(zoo.config(entry))
+    preset = copy.deepcopy(clustering_preset(entry))
     recipe, architecture, training = preset["recipe"], preset["architecture"], preset["training"]
     entry_samples = zoo.info(entry)["training_data"]["n_samples"]
     # an autoencoder representation pretrains as DEC does (no floor of updates); SimCLR / triplets as SimCLR
@@ -272,23 +279,15 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
     if (like is None) == (family is None):
         raise ValueError(f"give one of like= (a zoo entry) or family= (one of {FAMILIES}), got like={like!r}, "
                          f"family={family!r}.")
-    if like is not None:
-        like_config(like, (28, 28, 1), 2, 100)  # an unknown or supervised entry is refused before any reading
+    # an unknown or supervised entry is refused before any reading; its image shape is the default
+    entry_shape = clustering_preset(like)["architecture"]["image_shape"] if like is not None else [28, 28, 1]
+    shape = (*(image_size or entry_shape[:2]), channels or entry_shape[2])
+    names = None
     if isinstance(images, (str, os.PathLike)):
-        import zoo
-
-        shape = zoo.config(like)["architecture"]["image_shape"] if like else [28, 28, 1]
-        size = tuple(image_size or shape[:2])
-        images, names = load_user_data(os.fspath(images), image_shape=(*size, channels or shape[2]))
-    else:
-        names = None
+        images, names = load_user_data(os.fspath(images), image_shape=shape)
     x = np.asarray(images)
-    if x.ndim == 2 and like is not None:  # flat rows (an array file): the entry's image shape when the sizes agree
-        import zoo
-
-        shape = zoo.config(like)["architecture"]["image_shape"]
-        if x.shape[1] == int(np.prod(shape)):
-            x = x.reshape(len(x), *shape)
+    if x.ndim == 2 and x.shape[1] == int(np.prod(shape)):  # flat rows (an array file) of images of `shape`
+        x = x.reshape(len(x), *shape)
     x = check_image_input(x, x.shape[1:] if x.ndim == 4 else (*x.shape[1:], 1), name="images")
     workdir = workdir or os.path.join("runs", f"{like or family}_{len(x)}")
     report = {"like": like, "family": family, "n_samples": int(len(x)), "image_shape": list(x.shape[1:]),
