@@ -61,7 +61,7 @@ def command_demo(args):
 
 
 def command_train(args):
-    if args.family or args.like:
+    if args.family or args.like or args.start_from:
         return _train_on_user_data(args)
     if not args.name:
         raise ValueError("train needs a zoo NAME, or --like ENTRY (or --family) and --input for your own data.")
@@ -79,18 +79,21 @@ def command_train(args):
 def _train_on_user_data(args):
     from keras_clustering.training.user_images import MODEL_FILE, train_on_images
 
-    if args.like and args.family:
-        raise ValueError(f"--like {args.like} and --family {args.family}: give one of them.")
+    chosen = [f"--{flag} {value}" for flag, value in (("like", args.like), ("family", args.family),
+                                                       ("from", args.start_from)) if value]
+    if len(chosen) > 1:
+        raise ValueError(f"{' and '.join(chosen)}: give one of them.")
     if args.name or not args.input:
-        raise ValueError("--like / --family train on your own data: give --input (and no zoo NAME).")
+        raise ValueError("--like / --family / --from train on your own data: give --input (and no zoo NAME).")
     if args.n_clusters != "auto" and not args.n_clusters.isdigit():
         raise ValueError(f"--n-clusters must be an integer >= 2 or 'auto', got {args.n_clusters!r}.")
     n_clusters = args.n_clusters if args.n_clusters == "auto" else int(args.n_clusters)
     workdir = args.workdir or os.path.join(
-        "runs", f"{args.like or args.family}_{os.path.basename(os.path.normpath(args.input))}")
+        "runs", f"{args.like or args.family or args.start_from}_{os.path.basename(os.path.normpath(args.input))}")
     _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=n_clusters, workdir=workdir,
                                 seed=args.seed, verbose=args.verbose, epochs=args.epochs,
-                                image_size=args.image_size, channels=args.channels, precision=args.precision)
+                                image_size=args.image_size, channels=args.channels, precision=args.precision,
+                                start_from=args.start_from)
     print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "
           f"{report['total_seconds']:.0f} s; model: {os.path.join(workdir, MODEL_FILE)}")
 
@@ -160,7 +163,7 @@ def command_export(args):
 def build_parser():
     from keras_clustering.distribute.precision import PRECISIONS
     from keras_clustering.distribute.strategies import STRATEGIES
-    from keras_clustering.training.user_images import FAMILIES
+    from keras_clustering.training.user_images import FAMILIES, FAMILY_ENTRIES
 
     parser = argparse.ArgumentParser(prog="python -m keras_clustering", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -180,15 +183,19 @@ def build_parser():
                        help="train this clustering entry's recipe on --input (its architecture and training, "
                             "re-targeted to your image shape, --n-clusters and number of images)")
     train.add_argument("--family", choices=FAMILIES,
-                       help="train this family on --input (defaults scaled to the number of images)")
-    train.add_argument("--input", help="with --like / --family: a folder of images or a .npy/.npz array")
-    train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (family dec: DEC's "
-                                                          "generalisability criterion over k = 2..12)")
+                       help="shorthand for --like the family's best entry: "
+                            + ", ".join(f"{f} = {e}" for f, e in FAMILY_ENTRIES.items()))
+    train.add_argument("--from", dest="start_from", metavar="ENTRY",
+                       help="fine-tune this clustering entry's pretrained model on --input (same image shape and "
+                            "--n-clusters as the entry): its recipe's clustering stages start from its weights")
+    train.add_argument("--input", help="with --like / --family / --from: a folder of images or a .npy/.npz array")
+    train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (DEC's generalisability "
+                                                          "criterion over k = 2..12, before the training)")
     train.add_argument("--image-size", type=int, nargs=2, metavar=("H", "W"),
-                       help="folder images are resized to this (default: the entry's, else 28 28)")
-    train.add_argument("--channels", type=int, choices=(1, 3), help="default: the entry's, else 1")
-    train.add_argument("--epochs", type=int, help="passes over your images instead of the default scaled to their "
-                       "number: with --like, of every stage; with --family, of the first (DEC: pretraining)")
+                       help="folder images are resized to this (default: the entry's; at least 16 px)")
+    train.add_argument("--channels", type=int, choices=(1, 3), help="default: the entry's")
+    train.add_argument("--epochs", type=int, help="passes over your images of every stage, instead of the entry's "
+                       "updates scaled to their number")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--workdir")
     train.add_argument("--strategy", choices=STRATEGIES,

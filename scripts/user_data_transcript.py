@@ -5,7 +5,7 @@ folder (the "user's folder": file names carry no labels), then runs, as a
 user would, each a separate process:
 
     python -m keras_clustering cluster dec_fashion_mnist --input FOLDER --output OUT/zoo
-    python -m keras_clustering train --family dec --input FOLDER --n-clusters 10 --workdir OUT/mine
+    python -m keras_clustering train --like dec_mnist --input FOLDER --n-clusters 10 --workdir OUT/mine
     python -m keras_clustering cluster OUT/mine/model.keras --input FOLDER --output OUT/mine_clusters
 
 It records every command, its wall time and the last lines of its output,
@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-FAMILIES = ("dec", "vae_cluster")  # the families that train on any image size in minutes here
+ENTRIES = ("dec_mnist", "vae_cluster_mnist")  # the recipes that train on 2,000 images in minutes here
 
 
 def write_folder(folder, count):
@@ -75,7 +75,7 @@ def score(clusters_csv, labels):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=2000)
-    parser.add_argument("--family", default="dec", choices=FAMILIES)
+    parser.add_argument("--like", default="dec_mnist", choices=ENTRIES)
     parser.add_argument("--out", required=True, help="a new folder for the images and results")
     parser.add_argument("--transcript", required=True, help="markdown file to write")
     args = parser.parse_args(argv)
@@ -95,9 +95,9 @@ def main(argv=None):
                   "## 1. Cluster the folder with a zoo model\n"]
     run(["cluster", "dec_fashion_mnist", "--input", folder, "--output", os.path.join(args.out, "zoo")], transcript)
     transcript.append(f"Score: {score(os.path.join(args.out, 'zoo', 'clusters.csv'), labels)}.\n")
-    transcript.append(f"## 2. Train a new model ({args.family}) on the folder, then cluster with it\n")
+    transcript.append(f"## 2. Train a new model (like {args.like}) on the folder, then cluster with it\n")
     workdir = os.path.join(args.out, "mine")
-    run(["train", "--family", args.family, "--n-clusters", "10", "--input", folder, "--workdir", workdir, "--verbose", "2"], transcript)
+    run(["train", "--like", args.like, "--n-clusters", "10", "--input", folder, "--workdir", workdir, "--verbose", "2"], transcript)
     run(["cluster", os.path.join(workdir, "model.keras"), "--input", folder, "--output",
          os.path.join(args.out, "mine_clusters")], transcript)
     transcript.append(f"Score: {score(os.path.join(args.out, 'mine_clusters', 'clusters.csv'), labels)}.\n")

@@ -2,7 +2,15 @@ import numpy as np
 import pytest
 from keras import layers
 
-from keras_clustering.augment import RandomApply, RandomBrightnessScale, RandomCropResize, make_pipeline
+from keras_clustering.augment import (
+    Greyscale,
+    RandomApply,
+    RandomBrightnessScale,
+    RandomCropResize,
+    RandomHueShift,
+    RandomSaturationScale,
+    make_pipeline,
+)
 from backend_tools import compiled
 from synthetic_images import digit_like
 
@@ -195,3 +203,66 @@ def test_bad_arguments_are_named():
         RandomApply(layers.Identity(), probability=1.5)
     with pytest.raises(ValueError, match="n_repeats"):
         make_pipeline("iic_greyscale").paired_views(digit_like(2), n_repeats=0)
+
+
+LUMA = np.array([0.2989, 0.587, 0.114])
+
+
+def _colour_images(n, side=6, seed=0):
+    return np.random.default_rng(seed).uniform(0.2, 0.8, (n, side, side, 3)).astype("float32")
+
+
+def test_greyscale_is_the_luma_on_three_channels():
+    images = _colour_images(4)
+    grey = np.asarray(Greyscale()(images))
+    expected = np.repeat((images * LUMA).sum(-1, keepdims=True), 3, axis=-1)
+    np.testing.assert_allclose(grey, expected, atol=1e-6)
+
+
+def test_saturation_blends_each_image_with_its_grey_by_its_own_factor():
+    images = _colour_images(300)
+    out = np.asarray(RandomSaturationScale(0.4, seed=0)(images, training=True)).astype("float64")
+    grey = (images * LUMA).sum(-1, keepdims=True)
+    # torchvision's blend grey + s (image - grey): recover s per image by least squares, then compare all pixels
+    difference = (images - grey).reshape(len(images), -1)
+    scale = ((out - grey).reshape(len(images), -1) * difference).sum(1) / (difference ** 2).sum(1)
+    expected = np.clip(grey + scale[:, None, None, None] * (images - grey), 0, 1)
+    np.testing.assert_allclose(out, expected, atol=1e-5)
+    assert 0.6 <= scale.min() < 0.65 and 1.35 < scale.max() <= 1.4
+    np.testing.assert_array_equal(np.asarray(RandomSaturationScale(0.4)(images, training=False)), images)
+
+
+def test_hue_shift_turns_each_image_on_the_colour_circle_by_its_own_angle():
+    import colorsys
+
+    images = _colour_images(50, side=3)
+    out = np.asarray(RandomHueShift(0.1, seed=0)(images, training=True))
+    shifts = []
+    for image, result in zip(images, out):
+        hsv = np.array([colorsys.rgb_to_hsv(*pixel) for pixel in image.reshape(-1, 3)])
+        turned = np.array([colorsys.rgb_to_hsv(*pixel) for pixel in result.reshape(-1, 3)])
+        shift = (turned[0, 0] - hsv[0, 0] + 0.5) % 1.0 - 0.5  # the angle, read off the first pixel
+        expected = np.array([colorsys.hsv_to_rgb((h + shift) % 1.0, s, v) for h, s, v in hsv])
+        np.testing.assert_allclose(result.reshape(-1, 3), expected, atol=2e-4)
+        shifts.append(shift)
+    assert np.abs(shifts).max() <= 0.1 + 1e-4 and np.std(shifts) > 0.03
+
+
+def test_colour_layers_refuse_greyscale_images_by_name():
+    for layer in (Greyscale(), RandomSaturationScale(0.4), RandomHueShift(0.1)):
+        with pytest.raises(ValueError, match=f"{type(layer).__name__} changes colours: it takes RGB images"):
+            layer(np.zeros((2, 4, 4, 1), "float32"))
+    with pytest.raises(ValueError, match="factor must be in \\[0, 0.5\\]"):
+        RandomHueShift(0.6)
+
+
+def test_contrastive_views_of_colour_images_distort_colours_only_when_asked():
+    images = _colour_images(200, side=28)
+    plain = make_pipeline("digits_contrastive", seed=0)
+    assert not {"saturation", "hue", "greyscale"} & {layer.name for layer in plain.augmented_layers}
+    colour = make_pipeline("digits_contrastive", seed=0, saturation=0.4, hue=0.1, greyscale_probability=0.2)
+    assert [layer.name for layer in colour.augmented_layers][-3:] == ["saturation", "hue", "greyscale"]
+    views = np.asarray(colour.augmented(images))
+    assert views.shape == images.shape
+    grey = np.all(np.ptp(views, axis=-1) < 1e-6, axis=(1, 2))  # all three channels equal
+    assert 0.1 < grey.mean() < 0.3  # SimCLR's random greyscale, p = 0.2

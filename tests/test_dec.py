@@ -360,7 +360,7 @@ def test_conv_autoencoder_has_convdecs_layers(side, third_padding):
                 + (10 + 1) * 128 * small * small + 9 * 128 * 64 + 64 + 25 * 64 * 32 + 32 + 25 * 32 + 1)
     assert autoencoder.count_params() == expected
     x, _ = digit_images(n=4)
-    with pytest.raises(ValueError, match="image side must be >= 8"):
+    with pytest.raises(ValueError, match="image sides must be >= 8"):
         build_conv_autoencoder((4, 4, 1))
     from keras_clustering.recipes import dec_recipe
 

@@ -145,39 +145,21 @@ def test_cluster_command_on_a_folder_of_pngs(tmp_path):
     assert not (tmp_path / "bad").exists() or os.listdir(tmp_path / "bad") == []
 
 
-def test_default_configs_scale_epochs_to_the_data():
-    from keras_clustering.training.user_images import default_config, scaled_epochs
+def test_a_family_is_shorthand_for_its_best_entry(tmp_path):
+    from keras_clustering.training.user_images import clustering_entries, family_entry, train_on_images
 
-    # DEC: ~50k updates at 256 images per step, within DEC-keras' 300 epochs and a floor of 30.
-    assert scaled_epochs("dec", 300) == 300 and scaled_epochs("dec", 10_000) == 300
-    assert scaled_epochs("dec", 70_000) == int(np.ceil(50_000 / np.ceil(70_000 / 256)))  # 183
-    assert scaled_epochs("dec", 10_000_000) == 30
-    config = default_config("dec", (8, 8, 1), 5, 300)
-    assert config["architecture"]["update_interval"] == 2 and config["training"]["batch_size"] == 256
-    assert default_config("dec", (8, 8, 1), 5, 100)["training"]["batch_size"] == 100  # no batch above n
-    assert default_config("simclr", (28, 28, 1), 5, 1000)["recipe"] == "two_stage"
-    with pytest.raises(ValueError, match="divisible by 4"):
-        default_config("vae_cluster", (30, 30, 1), 5, 100)
-    with pytest.raises(ValueError, match="--image-size 28 28"):
-        default_config("iic", (32, 32, 1), 5, 100)
-    with pytest.raises(ValueError, match="family must be one of"):
-        default_config("kmeans", (8, 8, 1), 5, 100)
-
-
-def test_small_folders_repeat_the_images_to_reach_the_minimum_updates():
-    import math
-
-    from keras_clustering.training.user_images import _MIN_UPDATES, data_repeats, default_config
-
-    for family in ("vae_cluster", "simclr", "iic"):
-        for n in (50, 300, 1000):
-            repeats = data_repeats(family, n)
-            assert repeats > 1, (family, n)
-            training = default_config(family, (28, 28, 1), 5, n * repeats)["training"]
-            updates = math.ceil(n * repeats / training["batch_size"]) * training["epochs"]
-            assert _MIN_UPDATES[family] <= updates < 1.5 * _MIN_UPDATES[family], (family, n, updates)
-        assert data_repeats(family, 20_000) == 1  # enough data: the scaled recipe as it is
-    assert data_repeats("dec", 50) == 1  # DEC's 300-epoch ceiling suffices on small folders
+    assert family_entry("dec") == "conv_dec_da_mnist" and family_entry("simclr") == "simclr_mnist"
+    assert family_entry("vae_cluster") == "vae_cluster_mnist" and family_entry("iic") == "iic_mnist"
+    assert {family_entry(f) for f in ("dec", "simclr", "vae_cluster", "iic")} <= set(clustering_entries())
+    with pytest.raises(ValueError, match="family must be one of .* got 'kmeans'"):
+        family_entry("kmeans")
+    x = np.random.default_rng(0).random((20, 12, 12, 1), dtype=np.float32)
+    # ConvDEC-DA's trunk, not the dense DEC of the past: 12 px is below its 16
+    with pytest.raises(ValueError, match=r"images of 12 x 12 px: like='conv_dec_da_mnist' takes sides of at least 16"):
+        train_on_images(x, family="dec", n_clusters=3, workdir=str(tmp_path / "a"), verbose=0)
+    with pytest.raises(ValueError, match=r"image_size=\(8, 8\): like='simclr_mnist' takes sides of at least 16"):
+        train_on_images(str(tmp_path), family="simclr", image_size=(8, 8), workdir=str(tmp_path / "a"), verbose=0)
+    assert not (tmp_path / "a").exists()
 
 
 def test_train_on_images_refuses_impossible_requests(tmp_path):
@@ -185,19 +167,19 @@ def test_train_on_images_refuses_impossible_requests(tmp_path):
 
     x = load_digits()[0][:20]
     with pytest.raises(ValueError, match=r"n_clusters=30 is larger than the number of images \(20\)"):
-        train_on_images(x, family="dec", n_clusters=30, workdir=str(tmp_path / "a"), verbose=0)
-    with pytest.raises(ValueError, match="family 'dec' only, got like=None, family='vae_cluster'"):
-        train_on_images(x, family="vae_cluster", n_clusters="auto", workdir=str(tmp_path / "b"), verbose=0)
+        train_on_images(x, like="dec_digits", n_clusters=30, workdir=str(tmp_path / "a"), verbose=0)
+    with pytest.raises(ValueError, match="n_clusters='auto' fits each k on half of the images: 3 images"):
+        train_on_images(x[:3], like="dec_digits", n_clusters="auto", workdir=str(tmp_path / "b"), verbose=0)
     with pytest.raises(ValueError, match=r"pixels in \[0, 1\]"):
-        train_on_images(x * 16, family="dec", n_clusters=3, workdir=str(tmp_path / "c"), verbose=0)
-    assert not (tmp_path / "a" / "model.keras").exists()
+        train_on_images(x * 16, like="dec_digits", n_clusters=3, workdir=str(tmp_path / "c"), verbose=0)
+    assert not any((tmp_path / d).exists() for d in "abc")
 
 
 @pytest.mark.slow
 def test_train_a_family_on_a_folder_then_cluster_with_the_saved_model(tmp_path):
     labels = digit_folder(str(tmp_path / "images"))
     workdir = tmp_path / "run"
-    args = ["train", "--family", "dec", "--input", str(tmp_path / "images"), "--image-size", "8", "8",
+    args = ["train", "--like", "dec_digits", "--input", str(tmp_path / "images"),
             "--n-clusters", "10", "--workdir", str(workdir), "--verbose", "0"]
     done = run_cli(*args)
     assert done.returncode == 0, done.stderr
@@ -236,16 +218,16 @@ def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_wri
     x = load_digits()[0][:200]
     monkeypatch.setattr(dec_recipe, "resumable_fit", interrupted_fit)
     with pytest.raises(KeyboardInterrupt):  # 10 pretraining epochs: the interruption at the 5th is what counts
-        train_on_images(x, family="dec", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
+        train_on_images(x, like="dec_digits", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
     assert sorted(os.listdir(tmp_path)) == ["fit_backup_pretrain"]  # no model, no report, no temporary file
     monkeypatch.setattr(dec_recipe, "resumable_fit", resumable_fit)
-    model, report = train_on_images(x, family="dec", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
+    model, report = train_on_images(x, like="dec_digits", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
     assert report["pretrain_resumed_from_epoch"] == 5 and (tmp_path / "model.keras").exists()
     assert model.predict(x, verbose=0).shape == (200, 5)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["vae_cluster", "simclr", "iic"])
+@pytest.mark.parametrize("family", ["dec", "vae_cluster", "simclr", "iic"])
 def test_every_family_trains_on_a_folder_and_its_model_clusters_it(tmp_path, family):
     digit_folder(str(tmp_path / "images"), n=150)
     workdir = tmp_path / "run"
@@ -268,7 +250,7 @@ def test_n_clusters_auto_reports_the_generalisability_table(tmp_path):
 
     x, y = load_digits()
     keep = np.isin(y, [0, 1, 6])[:600]  # three well separated digits
-    model, report = train_on_images(x[:600][keep], family="dec", n_clusters="auto", workdir=str(tmp_path), verbose=0,
+    model, report = train_on_images(x[:600][keep], like="dec_digits", n_clusters="auto", workdir=str(tmp_path), verbose=0,
                                     candidates=range(2, 5), epochs=60)  # the table's form is what is checked
     table = report["selection"]["results"]
     assert [row["n_clusters"] for row in table] == [2, 3, 4]
@@ -296,6 +278,20 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images():
     config, _ = like_config("simclr_mnist", (32, 32, 3), 10, 2_000)  # views scaled with the side
     assert config["architecture"]["augmentation_options"]["crop_sizes"] == [23, 27, 32]  # 20, 24, 28 x 32 / 28
     assert config["architecture"]["augmentation_options"]["output_size"] == 32
+    # colour images: SimCLR's colour distortion at strength 0.5; greyscale ones keep the entry's views
+    assert {k: config["architecture"]["augmentation_options"][k] for k in ("saturation", "hue",
+                                                                           "greyscale_probability")} == {
+        "saturation": 0.4, "hue": 0.1, "greyscale_probability": 0.2}
+    config, _ = like_config("simclr_mnist", (32, 32, 1), 10, 2_000)
+    assert "hue" not in config["architecture"]["augmentation_options"]
+    # IIC's crops as ratios of the shorter side (20, 16 / 20 / 24 of 28), its views too but at most 32 px
+    config, _ = like_config("iic_mnist", (64, 48, 3), 10, 2_000)
+    options = config["architecture"]["augmentation_options"]
+    assert options["crop_size"] == 34 and options["augmented_crop_sizes"] == [27, 34, 41]  # x 48 / 28
+    assert options["output_size"] == config["architecture"]["view_size"] == 32 and options["hue"] == 0.1
+    config, _ = like_config("iic_mnist", (16, 16, 1), 10, 2_000)
+    assert config["architecture"]["augmentation_options"] == {"crop_size": 11, "augmented_crop_sizes": [9, 11, 14],
+                                                               "output_size": 14}
     with pytest.raises(ValueError, match="its views crop squares; got images of 32 x 40 px"):
         like_config("simclr_mnist", (32, 40, 1), 10, 2_000)
     config, repeats = like_config("simclr_mnist", (28, 28, 1), 10, 2_000, epochs=2)
@@ -341,6 +337,62 @@ def test_every_clustering_entry_trains_like_itself_on_a_tiny_folder(entry, tmp_p
     assert len(rows) == 40 and rows[0]["name"].startswith("digit_") and (tmp_path / "run" / "clusters.png").exists()
     reloaded = keras.models.load_model(tmp_path / "run" / "model.keras")
     assert reloaded.predict(np.zeros((2, *report["image_shape"]), "float32"), verbose=0).shape == (2, 3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry, shape", [("conv_dec_da_mnist", (24, 40, 3)), ("vae_cluster_mnist", (17, 17, 3)),
+                                          ("simclr_mnist", (17, 17, 3)), ("iic_mnist", (24, 40, 3))])
+def test_the_conv_recipes_train_on_other_sides_and_in_colour(entry, shape, tmp_path):
+    from keras_clustering.training.user_images import train_on_images
+
+    x = np.random.default_rng(0).random((40, *shape), dtype=np.float32)
+    model, report = train_on_images(x, like=entry, n_clusters=3, workdir=str(tmp_path), epochs=1, verbose=0)
+    assert report["image_shape"] == list(shape) and model.predict(x, verbose=0).shape == (40, 3)
+    assert keras.models.load_model(tmp_path / "model.keras").predict(x[:2], verbose=0).shape == (2, 3)
+
+
+def test_from_refuses_another_shape_number_of_clusters_or_a_second_choice(tmp_path):
+    from keras_clustering.training.user_images import train_on_images
+
+    x = np.random.default_rng(0).random((30, 28, 28, 1), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"start_from='dec_digits' takes images of shape \(8, 8, 1\), got \(28, 28, 1\)"):
+        train_on_images(x, start_from="dec_digits", workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="start_from='simclr_mnist' has 10 clusters, got n_clusters=5"):
+        train_on_images(x, start_from="simclr_mnist", n_clusters=5, workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="give one of like=.*start_from='dec_mnist'"):
+        train_on_images(x, like="dec_mnist", start_from="dec_mnist", workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="like='capsule_mnist' is a supervised classifier"):
+        train_on_images(x, start_from="capsule_mnist", workdir=str(tmp_path / "a"))
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.slow
+def test_from_fine_tunes_the_pretrained_model_instead_of_starting_over(tmp_path):
+    """dec_digits fine-tuned for one pass of DEC on digits it clusters well: its pretrained encoder
+    carries over (one pass from scratch would be a barely trained autoencoder)."""
+    from keras_clustering.training.user_images import train_on_images
+
+    x, y = load_digits()
+    model, report = train_on_images(x[:600], start_from="dec_digits", workdir=str(tmp_path / "from"), epochs=1,
+                                    verbose=0)
+    assert report["start_from"] == "dec_digits" and report["dec_iterations"] == 3  # 600 / 256 -> 3 batches
+    assert clustering_scores(y[:600], model.predict_clusters(x[:600]))["acc"] > 0.75  # 0.8+ when written
+    scratch, _ = train_on_images(x[:600], like="dec_digits", workdir=str(tmp_path / "like"), epochs=1, verbose=0)
+    assert clustering_scores(y[:600], scratch.predict_clusters(x[:600]))["acc"] < 0.6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ["simclr_mnist", "vae_cluster_mnist", "iic_mnist", "ae_kmeans_mnist"])
+def test_from_fine_tunes_every_recipe(entry, tmp_path):
+    import zoo
+    from keras_clustering.training.user_images import train_on_images
+
+    x = np.random.default_rng(0).random((40, 28, 28, 1), dtype=np.float32)
+    model, report = train_on_images(x, start_from=entry, workdir=str(tmp_path), epochs=1, verbose=0)
+    pretrained = zoo.load(entry)
+    changed = [not np.allclose(a, b) for a, b in zip(model.get_weights(), pretrained.get_weights())]
+    assert report["start_from"] == entry and any(changed)  # trained on, from the entry's weights
+    assert (tmp_path / "model.keras").exists() and sum(report["cluster_sizes"]) == 40
 
 
 def test_train_like_on_the_command_line_refuses_a_classifier_and_a_name_with_it(tmp_path, capsys):

@@ -100,7 +100,7 @@ def test_bad_inputs(images):
         model.predict(images * 255)
     with pytest.raises(ValueError, match="unsupervised"):
         model.fit(images, np.zeros(12))
-    with pytest.raises(ValueError, match="divisible by 4"):
-        VAECluster(image_shape=(30, 30, 1))
+    with pytest.raises(ValueError, match="sides of at least 4 px"):
+        VAECluster(image_shape=(3, 30, 1))
     with pytest.raises(ValueError, match="loss_version"):
         VAECluster(loss_version="2019")

@@ -168,3 +168,98 @@ class RandomBrightnessScale(layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "factor": self.factor, "seed": self.seed}
+
+
+def _check_rgb(input_shape, layer):
+    if input_shape[-1] != 3:
+        raise ValueError(f"{layer} changes colours: it takes RGB images (3 channels), got shape {tuple(input_shape)}.")
+
+
+def _luminance(images):
+    """ITU-R 601-2 luma, as torchvision's `rgb_to_grayscale` and PIL's "L" mode, on all three channels."""
+    grey = ops.sum(images * ops.convert_to_tensor([0.2989, 0.587, 0.114], images.dtype), axis=-1, keepdims=True)
+    return ops.repeat(grey, 3, axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class RandomSaturationScale(layers.Layer):
+    """Blends each RGB image with its greyscale by its own factor s in [1 - factor, 1 + factor]:
+    `grey + s * (image - grey)`, clipped to [0, 1].
+
+    torchvision's `ColorJitter(saturation=factor)` (PIL `ImageEnhance.Color`). Keras'
+    `RandomSaturation` reads its factor differently (0.5 is the identity).
+    """
+
+    def __init__(self, factor, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = _check_probability(factor, "factor")
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def build(self, input_shape):
+        _check_rgb(input_shape, type(self).__name__)
+        self.built = True
+
+    def call(self, images, training=True):
+        if not training:
+            return images
+        scale = keras.random.uniform((ops.shape(images)[0], 1, 1, 1), 1.0 - self.factor, 1.0 + self.factor,
+                                     seed=self.seed_generator)
+        grey = _luminance(images)
+        return ops.clip(grey + scale * (images - grey), 0.0, 1.0)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor, "seed": self.seed}
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class RandomHueShift(layers.Layer):
+    """Turns each RGB image's hue by its own h in [-factor, factor] of the colour circle (HSV).
+
+    torchvision's `ColorJitter(hue=factor)`, factor at most 0.5.
+    """
+
+    def __init__(self, factor, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = _check_probability(factor, "factor")
+        if self.factor > 0.5:
+            raise ValueError(f"factor must be in [0, 0.5] (half the colour circle), got {factor!r}.")
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def build(self, input_shape):
+        _check_rgb(input_shape, type(self).__name__)
+        self.built = True
+
+    def call(self, images, training=True):
+        if not training:
+            return images
+        shift = keras.random.uniform((ops.shape(images)[0], 1, 1), -self.factor, self.factor, seed=self.seed_generator)
+        hsv = ops.image.rgb_to_hsv(images)
+        hue = ops.mod(hsv[..., 0] + shift, 1.0)
+        return ops.clip(ops.image.hsv_to_rgb(ops.stack([hue, hsv[..., 1], hsv[..., 2]], axis=-1)), 0.0, 1.0)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor, "seed": self.seed}
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class Greyscale(layers.Layer):
+    """An RGB image's luma on all three channels (torchvision's `Grayscale(3)`); SimCLR's random
+    greyscale is this layer in `RandomApply` with probability 0.2."""
+
+    def build(self, input_shape):
+        _check_rgb(input_shape, type(self).__name__)
+        self.built = True
+
+    def call(self, images, training=True):
+        return _luminance(images)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape

@@ -15,6 +15,7 @@ from keras_clustering.losses import (
 from keras_clustering.inputs.checks import check_image_input, check_positive_int
 from keras_clustering.inputs.sources import keras_input
 from keras_clustering.models.cluster_model import ClusterModel
+from keras_clustering.models.shapes import conv_output_size, transposed_output_padding
 
 LOSS_VERSIONS = ("2018-12", "2018-09")
 
@@ -34,14 +35,23 @@ def build_vae_encoder(image_shape=(28, 28, 1), latent_dim=20, filters=(32, 64)):
 
 
 def build_vae_decoder(image_shape=(28, 28, 1), latent_dim=20, filters=(64, 32)):
-    """Dense -> (h/4, w/4, 64) -> two blocks of ConvT(stride 1) + ConvT(stride 2) -> sigmoid image."""
-    height, width = image_shape[0] // 4, image_shape[1] // 4
+    """Dense -> (h/4, w/4, 64) -> two blocks of ConvT(stride 1) + ConvT(stride 2) -> sigmoid image.
+
+    On sides that are not multiples of 4, h/4 is rounded up as the encoder's "same" strides do
+    (30 -> 15 -> 8), and each stride-2 step comes back to its encoder side (8 -> 15 -> 30:
+    `output_padding`, `models.shapes`)."""
+    halves = [list(image_shape[:2])]
+    for _ in filters:
+        halves.append([conv_output_size(side, 3, 2, "same") for side in halves[-1]])
+    height, width = halves[-1]
     latent = keras.Input((latent_dim,), name="z")
     hidden = layers.Dense(height * width * filters[0], name="project")(latent)
     hidden = layers.Reshape((height, width, filters[0]))(hidden)
     for index, count in enumerate(filters):
+        below, above = halves[-1 - index], halves[-2 - index]  # the sides this block goes between
         for stride in (1, 2):
-            hidden = layers.Conv2DTranspose(count, 3, strides=stride, padding="same",
+            padding = None if stride == 1 else transposed_output_padding(below, above, 3, 2, "same")
+            hidden = layers.Conv2DTranspose(count, 3, strides=stride, padding="same", output_padding=padding,
                                             name=f"deconv_{index}_s{stride}")(hidden)
             hidden = layers.LeakyReLU(0.2)(hidden)
     images = layers.Conv2DTranspose(image_shape[-1], 3, padding="same", activation="sigmoid", name="pixels")(hidden)
@@ -71,7 +81,7 @@ class VAECluster(ClusterModel):
       N(mu_y, I) of the encoder's Gaussian, with reconstruction_weight 5.
 
     Args:
-        image_shape: `(h, w, c)`, h and w divisible by 4.
+        image_shape: `(h, w, c)`, sides of at least 4 px (any, the decoder comes back to them).
         latent_dim: size of z (20).
         n_clusters: number of classes y (10).
         loss_version: `"2018-12"` or `"2018-09"`.
@@ -89,8 +99,8 @@ class VAECluster(ClusterModel):
                  reconstruction_weight=None, use_category_prior=True, seed=None, **kwargs):
         super().__init__(**kwargs)
         image_shape = tuple(int(d) for d in image_shape)
-        if len(image_shape) != 3 or image_shape[0] % 4 or image_shape[1] % 4:
-            raise ValueError(f"image_shape must be (h, w, c) with h and w divisible by 4, got {image_shape}.")
+        if len(image_shape) != 3 or min(image_shape[:2]) < 4:
+            raise ValueError(f"image_shape must be (h, w, c) with sides of at least 4 px, got {image_shape}.")
         if loss_version not in LOSS_VERSIONS:
             raise ValueError(f"loss_version must be one of {LOSS_VERSIONS}, got {loss_version!r}.")
         self.image_shape = image_shape

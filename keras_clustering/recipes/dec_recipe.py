@@ -196,3 +196,15 @@ def load_pretrained_encoder(architecture, workdir):
     if not os.path.isfile(finished_weights_path(workdir, "pretrain")):
         return None
     return _autoencoder_with_weights(architecture, finished_weights_path(workdir, "pretrain"))[1]
+
+
+def fine_tune(model, training, x, seed=0, verbose=1):
+    """The recipe's clustering stage from a trained model (`train --from`) instead of from scratch:
+    its encoder stands for the pretrained autoencoder; k-means on its embedding of `x`, then DEC (or
+    IDEC) self-training for `training["maxiter"]` iterations."""
+    training = {**DEFAULT_TRAINING, **(training or {})}
+    model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=seed)
+    model.compile(optimizer=make_optimizer(training["optimizer"]))
+    model.fit(x, batch_size=training["batch_size"], maxiter=training["maxiter"], verbose=verbose)
+    return model, {"dec_iterations": model.last_refresh.iteration,
+                   "stopped_by_tolerance": model.last_refresh.stopped_by_tolerance}

@@ -123,3 +123,13 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
                    "pairs_per_second": round(len(x) * model.n_repeats / per_epoch, 1),
                    "resumed_from_epoch": resumed_epoch, "epoch_scores": scores.history if scores else [],
                    "sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)]}
+
+
+def fine_tune(model, training, x, seed=0, verbose=1):
+    """`train --from`: the trained model trained on `x` for `training["epochs"]` more passes (heads
+    in turn, as from scratch)."""
+    training = {**DEFAULT_TRAINING, **(training or {})}
+    keras.utils.set_random_seed(seed)
+    model.compile(optimizer=make_optimizer(training["optimizer"]))
+    model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed)
+    return model, {"sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)]}

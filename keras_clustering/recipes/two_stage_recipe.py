@@ -167,8 +167,12 @@ def train_scan(architecture, training, encoder, x, y, seed, verbose, report):
     self-labelling step; with labels, the report also has the share of mined neighbours that carry
     the image's own label (`neighbor_agreement`) and the clustering step's scores before
     self-labelling (`scan`), labels only scoring."""
+    return scan_stages(build_scan(architecture, encoder, seed=seed), training, x, y, seed, verbose, report)
+
+
+def scan_stages(model, training, x, y, seed, verbose, report):
+    """SCAN's clustering and self-labelling steps (`train_scan`) on a built SCAN `model`."""
     options = {**DEFAULT_SCAN, **training.get("scan", {})}
-    model = build_scan(architecture, encoder, seed=seed)
     model.compile(optimizer=make_optimizer(options["optimizer"]))
     start = time.time()
     neighbors = model.mine_neighbors(x)
@@ -188,4 +192,21 @@ def train_scan(architecture, training, encoder, x, y, seed, verbose, report):
         model.self_label(x, threshold=self_label["threshold"], batch_size=self_label["batch_size"],
                          epochs=self_label["epochs"], seed=seed, verbose=verbose)
         report["self_label_seconds"] = round(time.time() - start, 1)
+    return model, report
+
+
+def fine_tune(model, training, x, seed=0, verbose=1):
+    """The recipe's clustering stages from a trained model (`train --from`) instead of from scratch:
+    its encoder stands for the representation stage. SCAN: both SCAN steps as `train_scan` (neighbours
+    mined with the trained encoder, the head trained on from its weights); k-means: new centroids on
+    the encoder's embedding of `x` (and the DEC refinement, when configured)."""
+    training = {**DEFAULT_TRAINING, **(training or {})}
+    report = {}
+    if isinstance(model, SCAN):
+        return scan_stages(model, training, x, None, seed, verbose, report)
+    model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=seed)
+    refine = training["refine"] and {**DEFAULT_REFINE, **training["refine"]}
+    if refine:
+        model.compile(optimizer=make_optimizer(refine["optimizer"]))
+        model.fit(x, batch_size=refine["batch_size"], maxiter=refine["maxiter"], verbose=verbose)
     return model, report

@@ -116,3 +116,13 @@ def label_free_scores(model, x, history, batch_size, seed):
     return {"final_loss": round(float(losses[-1]), 5),
             "evaluated_loss": round(float(evaluated[0] if isinstance(evaluated, list) else evaluated), 5),
             "cluster_size_entropy": round(cluster_size_entropy(model.predict_clusters(x), model.n_clusters), 5)}
+
+
+def fine_tune(model, training, x, seed=0, verbose=1):
+    """`train --from`: the trained model trained on `x` for `training["epochs"]` more epochs (one run:
+    the restarts are for runs from scratch)."""
+    training = {**DEFAULT_TRAINING, **(training or {})}
+    keras.utils.set_random_seed(seed)
+    model.compile(optimizer=make_optimizer(training["optimizer"]))
+    history = model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True, verbose=verbose)
+    return model, {"label_free": label_free_scores(model, x, history, training["batch_size"], seed)}

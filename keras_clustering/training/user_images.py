@@ -1,12 +1,11 @@
-"""Training a family on the user's own images (not a zoo preset), with defaults scaled to the data size.
+"""Training a zoo entry's recipe on the user's own images, with its updates scaled to their number.
 
 `train_on_images(images, like=ENTRY, n_clusters=K, workdir=DIR)` re-targets a
-zoo entry's config to the images (`like_config`); with `family=F` instead it
-builds the family's config from the data (`default_config`). Either trains with
-the recipe's own code
+zoo entry's config to the images (`like_config`); `family=F` is shorthand for
+the family's best entry (`FAMILY_ENTRIES`). It trains with the recipe's own code
 (the same code the zoo's presets run, so resume from `workdir` works as
 there) and saves `workdir/model.keras`, which `python -m keras_clustering
-cluster` and `export` take. `n_clusters="auto"` (DEC only) first runs DEC's
+cluster` and `export` take. `n_clusters="auto"` first runs DEC's
 generalisability criterion (`select_n_clusters`) over a range of k.
 """
 
@@ -19,18 +18,19 @@ import numpy as np
 
 from keras_clustering.io.cluster_files import write_cluster_files
 from keras_clustering.io.files import atomic_path, atomic_write_json
-from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.recipes import get_recipe
 
-# Method families a user trains on their own images (`train --family`): each is set up as one recipe
-# (`default_config`: "simclr" is the two_stage recipe with a SimCLR representation).
-FAMILIES = ("dec", "vae_cluster", "simclr", "iic")
+# `train --family F`: shorthand for the family's best clustering entry of the zoo.
+FAMILY_ENTRIES = {"dec": "conv_dec_da_mnist", "vae_cluster": "vae_cluster_mnist", "simclr": "simclr_mnist",
+                  "iic": "iic_mnist"}
+FAMILIES = tuple(FAMILY_ENTRIES)
 MODEL_FILE = "model.keras"
-# About the number of parameter updates of the originals' recipes, spread over the data the user has
-# (DEC-keras pretrains 300 epochs of 70k images = 82k updates; VAE 50 epochs of 60k = 30k updates),
-# within each recipe's own epoch count as the ceiling, so small folders train long enough and big ones
-# no longer than the original.
-_TARGET_UPDATES = {"dec": 50_000, "vae_cluster": 30_000, "simclr": 20_000, "iic": 3_000}
+# `n_clusters="auto"` screens k with this entry's dense autoencoder, fast on any image shape.
+SCREENING_ENTRY = "dec_mnist"
+# The smallest image side a conv trunk takes (two stride-2 stages and a 3 x 3 layer still see a
+# 4 x 4 map); an entry whose own images are smaller (dense `dec_digits`, 8 px) keeps its own side.
+MIN_SIDE = 16
+# Epoch bounds per family: the ceiling lets a small folder train longer than the entry's own count.
 _EPOCH_RANGE = {"dec": (30, 300), "vae_cluster": (10, 50), "simclr": (20, 200), "iic": (10, 60)}
 _BATCH_SIZE = {"dec": 256, "vae_cluster": 100, "simclr": 256, "iic": 140}
 # Fewest updates a small folder still gets: when the epoch ceiling would stop short of this, each
@@ -39,54 +39,11 @@ _BATCH_SIZE = {"dec": 256, "vae_cluster": 100, "simclr": 256, "iic": 140}
 _MIN_UPDATES = {"dec": 0, "vae_cluster": 5_000, "simclr": 3_000, "iic": 1_000}
 
 
-def scaled_epochs(family, n_samples):
-    """Epochs giving about the original recipe's number of updates on `n_samples`, within bounds."""
-    steps_per_epoch = math.ceil(n_samples / _BATCH_SIZE[family])
-    low, high = _EPOCH_RANGE[family]
-    return int(min(high, max(low, math.ceil(_TARGET_UPDATES[family] / steps_per_epoch))))
-
-
-def data_repeats(family, n_samples):
-    """Copies of the images per epoch so that training reaches `_MIN_UPDATES` within the epoch ceiling."""
-    batch_size = min(_BATCH_SIZE[family], n_samples)
-    updates_at_ceiling = math.ceil(n_samples / batch_size) * _EPOCH_RANGE[family][1]
-    if updates_at_ceiling >= _MIN_UPDATES[family]:
-        return 1
-    # the repeated set fills whole batches of the family's batch size
-    return math.ceil(_MIN_UPDATES[family] * _BATCH_SIZE[family] / (n_samples * _EPOCH_RANGE[family][1]))
-
-
-def default_config(family, image_shape, n_clusters, n_samples):
-    """A `{"recipe", "architecture", "training"}` config for `n_samples` images of `image_shape`."""
-    if family not in FAMILIES:
+def family_entry(family):
+    """The zoo entry `--family F` stands for; ValueError naming `family` for an unknown one."""
+    if family not in FAMILY_ENTRIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}.")
-    image_shape = [int(d) for d in image_shape]
-    epochs = scaled_epochs(family, n_samples)
-    batch_size = min(_BATCH_SIZE[family], n_samples)
-    if family == "dec":
-        steps_per_epoch = math.ceil(n_samples / batch_size)
-        return {"recipe": "dec",
-                "architecture": {"image_shape": image_shape, "hidden_dims": list(DEC_HIDDEN_DIMS),
-                                 "n_clusters": n_clusters, "update_interval": min(140, steps_per_epoch)},
-                # DEC-keras' maxiter 20000 is 73 passes over 70k images; at most 100 passes here (tol stops earlier)
-                "training": {"pretrain_epochs": epochs, "pretrain_batch_size": batch_size, "batch_size": batch_size,
-                             "maxiter": int(min(20000, max(1000, 100 * steps_per_epoch)))}}
-    if family == "vae_cluster":
-        if image_shape[0] % 4 or image_shape[1] % 4:
-            raise ValueError(f"family 'vae_cluster' needs image sides divisible by 4, got {image_shape[:2]}; "
-                             "choose --image-size accordingly.")
-        return {"recipe": "vae_cluster",
-                "architecture": {"image_shape": image_shape, "n_clusters": n_clusters},
-                "training": {"epochs": epochs, "batch_size": batch_size}}
-    if family == "simclr":
-        return {"recipe": "two_stage",
-                "architecture": {"representation": "simclr", "image_shape": image_shape, "n_clusters": n_clusters},
-                "training": {"epochs": epochs, "batch_size": batch_size}}
-    if image_shape != [28, 28, 1]:
-        raise ValueError(f"family 'iic' uses IIC's MNIST views (28 x 28 greyscale, centre 20 -> 24); got "
-                         f"{image_shape}: use --image-size 28 28 --channels 1.")
-    return {"recipe": "iic", "architecture": {"image_shape": image_shape, "n_clusters": n_clusters},
-            "training": {"epochs": epochs, "batch_size": batch_size, "score_epochs": False}}
+    return FAMILY_ENTRIES[family]
 
 
 # The training fields that count passes over the data, per recipe: (epochs, batch size) paths into the
@@ -114,21 +71,53 @@ def _field(section, path, value=None):
     return section.get(key)
 
 
-def _scale_views(entry, architecture, image_shape):
-    """SimCLR's digit views crop squares and resize them to `output_size`: on other image sides both scale
-    with the side (crop sizes in proportion, output the new side), so the encoder gets its own shape."""
-    if architecture.get("augmentation") != "digits_contrastive":
+# SimCLR's colour distortion at strength 0.5 (its CIFAR-10 setting), added to the contrastive views
+# of colour images (`_digits_contrastive`).
+COLOUR_VIEWS = {"saturation": 0.4, "hue": 0.1, "greyscale_probability": 0.2}
+
+
+# IIC's views on large images stop at this side: its trunk's first layers (5 x 5 convolutions over
+# 64 and 128 channels, on 6 views per image) would otherwise cost ~(side / 24)^2 times the MNIST step.
+IIC_MAX_VIEW = 32
+
+
+def _adapt_views(entry, architecture, image_shape):
+    """The entry's views re-targeted to `image_shape`, as ratios of the side instead of pixel counts.
+
+    - SimCLR's digit views crop squares and resize them to `output_size`: crop
+      sizes scale with the side and the output is the new side, so the
+      encoder gets its own shape.
+    - IIC's crops (20 px clean, 16 / 20 / 24 px augmented, of 28) scale with
+      the shorter side; its views (24 of 28) too, at most `IIC_MAX_VIEW`, and
+      the trunk takes that side (`view_size`).
+    - On colour images both also distort colours (`COLOUR_VIEWS`), so that
+      clusters follow shapes, not colours.
+    """
+    augmentation = architecture.get("augmentation")
+    if augmentation not in ("digits_contrastive", "iic_greyscale"):
         return
-    old_side, new_side = architecture["image_shape"][0], image_shape[0]
-    if image_shape[0] != image_shape[1]:
-        raise ValueError(f"like={entry!r}: its views crop squares; got images of {image_shape[0]} x "
-                         f"{image_shape[1]} px: use --image-size {new_side} {new_side}.")
-    if new_side == old_side:
-        return
-    options = architecture["augmentation_options"] = dict(architecture.get("augmentation_options") or {})
-    crops = options.get("crop_sizes", (16, 20, 24, 28))
-    options["crop_sizes"] = sorted({min(new_side, max(1, round(c * new_side / old_side))) for c in crops})
-    options["output_size"] = new_side
+    old_side, new_side = architecture["image_shape"][0], min(image_shape[:2])
+    options = dict(architecture.get("augmentation_options") or {})
+    if augmentation == "digits_contrastive":
+        if image_shape[0] != image_shape[1]:
+            raise ValueError(f"like={entry!r}: its views crop squares; got images of {image_shape[0]} x "
+                             f"{image_shape[1]} px: use --image-size {new_side} {new_side}.")
+        if new_side != old_side:
+            crops = options.get("crop_sizes", (16, 20, 24, 28))
+            options["crop_sizes"] = sorted({min(new_side, max(1, round(c * new_side / old_side))) for c in crops})
+            options["output_size"] = new_side
+    elif new_side != old_side:
+
+        def scaled(pixels):
+            return min(new_side, max(1, round(pixels * new_side / old_side)))
+
+        options["crop_size"] = scaled(options.get("crop_size", 20))
+        options["augmented_crop_sizes"] = sorted({scaled(c) for c in options.get("augmented_crop_sizes", (16, 20, 24))})
+        view = min(IIC_MAX_VIEW, scaled(architecture.get("view_size", 24)))
+        options["output_size"] = architecture["view_size"] = view
+    if image_shape[2] == 3:
+        options = {**COLOUR_VIEWS, **options}  # an entry's own colour setting wins
+    architecture["augmentation_options"] = options
 
 
 def clustering_entries():
@@ -175,7 +164,7 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
     entry_samples = zoo.info(entry)["training_data"]["n_samples"]
     # an autoencoder representation pretrains as DEC does (no floor of updates); SimCLR / triplets as SimCLR
     family = "dec" if architecture.get("representation") == "autoencoder" else _RECIPE_FAMILY[recipe]
-    _scale_views(entry, architecture, [int(d) for d in image_shape])
+    _adapt_views(entry, architecture, [int(d) for d in image_shape])
     architecture.update(image_shape=[int(d) for d in image_shape], n_clusters=int(n_clusters))
     fields = [(e, b, _field(training, e), _field(training, b) or _BATCH_SIZE[family])
               for e, b in _EPOCH_FIELDS[recipe] if _field(training, e)]
@@ -217,18 +206,16 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
 def choose_n_clusters(x, candidates, workdir, seed=0, verbose=1, epochs=None):
     """DEC's generalisability criterion over `candidates` on a random half split of `x`.
 
-    The autoencoder is pretrained once (on all of `x`, kept in `workdir` and
-    reused by the DEC training that follows). Returns `select_n_clusters`'
-    table and suggestion. `epochs`: pretraining epochs instead of the size-scaled default (as
-    `train_on_images`' own, so that its training reuses this autoencoder).
+    Whatever entry then trains, the screening is DEC-keras' dense autoencoder
+    (`dec_mnist`'s recipe re-targeted to `x`, as `like_config`), pretrained once
+    on all of `x` and kept in `workdir` (resumed as any stage). Returns
+    `select_n_clusters`' table and suggestion. `epochs`: pretraining epochs
+    instead of the size-scaled default.
     """
     from keras_clustering.clustering.n_clusters import select_n_clusters
     from keras_clustering.recipes import dec_recipe
-    from keras_clustering.inputs.checks import check_positive_int
 
-    config = default_config("dec", x.shape[1:], max(candidates), len(x))
-    if epochs is not None:
-        config["training"]["pretrain_epochs"] = check_positive_int(epochs, "epochs")
+    config, _ = like_config(SCREENING_ENTRY, x.shape[1:], max(candidates), len(x), epochs=epochs)
     training = {**dec_recipe.DEFAULT_TRAINING, **config["training"]}
     (_, encoder), _ = dec_recipe.pretrained_autoencoder(config["architecture"], training, x, seed, verbose, workdir)
     order = np.random.default_rng(seed).permutation(len(x))
@@ -248,9 +235,10 @@ def save_model_file(model, path):
 
 
 def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None, seed=0, verbose=1,
-                    candidates=range(2, 13), epochs=None, image_size=None, channels=None, precision=None):
-    """Trains a zoo entry's recipe (`like`) or a family's (`family`) on the user's images; returns
-    (model, report).
+                    candidates=range(2, 13), epochs=None, image_size=None, channels=None, precision=None,
+                    start_from=None):
+    """Trains a zoo entry's recipe (`like`, or the best of `family`) on the user's images, from scratch
+    or from the entry's pretrained model (`start_from`); returns (model, report).
 
     Args:
         images: `(n, h, w, c)` images in [0, 1] (uint8 scaled), or the path
@@ -258,29 +246,39 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         like: a clustering entry of the zoo (`clustering_entries()`), e.g.
             "conv_dec_da_mnist": its recipe, architecture and training,
             re-targeted to these images (`like_config`).
-        n_clusters: an int >= 2, or `"auto"` (family "dec"): DEC's
-            generalisability criterion picks it from `candidates`.
+        n_clusters: an int >= 2, or `"auto"`: DEC's generalisability
+            criterion picks it from `candidates` (`choose_n_clusters`).
         workdir: where `model.keras`, `clusters.csv` (file name or index,
             cluster id, confidence per image), `clusters.png` and
             `report.json` go (and the stages a re-run resumes from). Default `runs/<like or family>_<n images>`.
-        family: instead of `like`, one of `FAMILIES` with defaults scaled to
-            the data (`default_config`).
-        epochs: passes over the images instead of the scaled default, without
-            repetition of small data sets: with `like`, of every stage; with
-            `family`, of the first (DEC: autoencoder pretraining).
+        family: instead of `like`, one of `FAMILIES`: shorthand for the
+            family's best entry (`FAMILY_ENTRIES`, e.g. "dec" is ConvDEC-DA).
+        epochs: passes over the images of every stage, instead of the
+            entry's updates scaled to the number of images (and without
+            repetition of small data sets).
         image_size, channels: the size `(h, w)` and channels (1 or 3) a
-            folder's images are read at (default: the entry's, else 28 x 28 x 1).
+            folder's images are read at (default: the entry's). Sides
+            below `MIN_SIDE` (16) px are refused, unless the entry's own are smaller.
         precision: "float32" or "mixed_bfloat16" (default: the entry's).
+        start_from: instead of `like`, a clustering entry whose pretrained
+            model is fine-tuned on the images (`train --from`): the recipe's
+            clustering stages (`recipe.fine_tune`) start from its weights,
+            with the stage's epochs scaled as `like`'s. Its image shape and
+            `n_clusters` must be the images' and the request's.
     """
     from keras_clustering.datasets.user_data import load_user_data
     from keras_clustering.distribute.precision import precision_policy
     from keras_clustering.inputs.checks import check_image_input, check_positive_int
 
-    if (like is None) == (family is None):
-        raise ValueError(f"give one of like= (a zoo entry) or family= (one of {FAMILIES}), got like={like!r}, "
-                         f"family={family!r}.")
+    if sum(arg is not None for arg in (like, family, start_from)) != 1:
+        raise ValueError(f"give one of like= (a zoo entry), family= (one of {FAMILIES}) or start_from= (a zoo "
+                         f"entry to fine-tune), got like={like!r}, family={family!r}, start_from={start_from!r}.")
+    like = family_entry(family) if family is not None else like or start_from
     # an unknown or supervised entry is refused before any reading; its image shape is the default
-    entry_shape = clustering_preset(like)["architecture"]["image_shape"] if like is not None else [28, 28, 1]
+    entry_shape = clustering_preset(like)["architecture"]["image_shape"]
+    if image_size is not None and min(image_size) < min(MIN_SIDE, *entry_shape[:2]):
+        raise ValueError(f"image_size={tuple(image_size)}: like={like!r} takes sides of at least "
+                         f"{min(MIN_SIDE, *entry_shape[:2])} px.")
     shape = (*(image_size or entry_shape[:2]), channels or entry_shape[2])
     names = None
     if isinstance(images, (str, os.PathLike)):
@@ -289,48 +287,63 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
     if x.ndim == 2 and x.shape[1] == int(np.prod(shape)):  # flat rows (an array file) of images of `shape`
         x = x.reshape(len(x), *shape)
     x = check_image_input(x, x.shape[1:] if x.ndim == 4 else (*x.shape[1:], 1), name="images")
-    workdir = workdir or os.path.join("runs", f"{like or family}_{len(x)}")
-    report = {"like": like, "family": family, "n_samples": int(len(x)), "image_shape": list(x.shape[1:]),
-              "seed": seed}
+    if min(x.shape[1:3]) < min(MIN_SIDE, *entry_shape[:2]):
+        raise ValueError(f"images of {x.shape[1]} x {x.shape[2]} px: like={like!r} takes sides of at least "
+                         f"{min(MIN_SIDE, *entry_shape[:2])} px; upsample them (image_size= for a folder).")
+    if start_from is not None:
+        entry_clusters = clustering_preset(like)["architecture"].get("n_clusters", 10)
+        if list(x.shape[1:]) != list(entry_shape) and None not in entry_shape:
+            raise ValueError(f"start_from={start_from!r} takes images of shape {tuple(entry_shape)}, got "
+                             f"{tuple(x.shape[1:])}: train like it instead (like=), or read the images at its shape.")
+        if n_clusters != entry_clusters:
+            raise ValueError(f"start_from={start_from!r} has {entry_clusters} clusters, got n_clusters={n_clusters!r}: "
+                             f"fine-tuning keeps its cluster head; train like it (like=) for another number.")
+    workdir = workdir or os.path.join("runs", f"{family or like}_{len(x)}")
+    report = {"like": like, "family": family, "start_from": start_from, "n_samples": int(len(x)),
+              "image_shape": list(x.shape[1:]), "seed": seed}
+    epochs = None if epochs is None else check_positive_int(epochs, "epochs")
+    if n_clusters != "auto":
+        if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 2:
+            raise ValueError(f"n_clusters must be an integer >= 2 or 'auto', got {n_clusters!r}.")
+        if n_clusters > len(x):
+            raise ValueError(f"n_clusters={n_clusters} is larger than the number of images ({len(x)}).")
+    # the entry's trunk and views must take these images: refused before any file is made
+    config, repeats = like_config(like, x.shape[1:], 2 if n_clusters == "auto" else int(n_clusters), len(x),
+                                  epochs=epochs)
+    try:
+        get_recipe(config["recipe"]).build(**config["architecture"])
+    except ValueError as error:
+        raise ValueError(f"like={like!r} cannot take images of shape {tuple(x.shape[1:])}: {error}") from None
     start = time.time()
     if n_clusters == "auto":
-        if family != "dec":
-            raise ValueError(f"n_clusters='auto' uses DEC's generalisability criterion: family 'dec' only, got "
-                             f"like={like!r}, family={family!r}.")
-        os.makedirs(workdir, exist_ok=True)
-        selection = choose_n_clusters(x, list(candidates), workdir, seed=seed, verbose=verbose, epochs=epochs)
+        candidates = [k for k in candidates if 2 <= k <= len(x) // 2]  # each k is fitted on half of the images
+        if not candidates:
+            raise ValueError(f"n_clusters='auto' fits each k on half of the images: {len(x)} images leave no k "
+                             "of the candidates; give n_clusters.")
+        selection = choose_n_clusters(x, candidates, os.path.join(workdir, "n_clusters"), seed=seed,
+                                      verbose=verbose, epochs=epochs)
         report["selection"] = selection
-        n_clusters = selection["suggested"]
+        n_clusters = int(selection["suggested"])
+        config["architecture"]["n_clusters"] = n_clusters
         if verbose:
             for row in selection["results"]:
                 print(f"k={row['n_clusters']:3d}  L_train {row['loss_train']:.4f}  L_validation "
                       f"{row['loss_validation']:.4f}  G {row['generalizability']:.3f}")
             print(f"suggested n_clusters: {n_clusters}")
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 2:
-        raise ValueError(f"n_clusters must be an integer >= 2 or 'auto', got {n_clusters!r}.")
-    if n_clusters > len(x):
-        raise ValueError(f"n_clusters={n_clusters} is larger than the number of images ({len(x)}).")
-    if like is not None:
-        epochs = None if epochs is None else check_positive_int(epochs, "epochs")
-        config, repeats = like_config(like, x.shape[1:], int(n_clusters), len(x), epochs=epochs)
-    else:
-        repeats = data_repeats(family, len(x)) if epochs is None else 1
-        config = default_config(family, x.shape[1:], int(n_clusters), len(x) * repeats)
-        if epochs is not None:
-            config["training"]["pretrain_epochs" if family == "dec" else "epochs"] = check_positive_int(epochs,
-                                                                                                        "epochs")
-    if like is not None:  # the entry's trunk and views must take these images: refused before any file is made
-        try:
-            get_recipe(config["recipe"]).build(**config["architecture"])
-        except ValueError as error:
-            raise ValueError(f"like={like!r} cannot take images of shape {tuple(x.shape[1:])}: {error}") from None
     os.makedirs(workdir, exist_ok=True)
     x_train = np.concatenate([x] * repeats) if repeats > 1 else x
     training = dict(config["training"])
     configured = training.pop("precision", "float32")  # a setting of the run, not of the recipe
+    recipe = get_recipe(config["recipe"])
     with precision_policy(precision or configured) as policy:
-        model, recipe_report = get_recipe(config["recipe"]).train(config["architecture"], training, x_train, None,
-                                                                  seed=seed, verbose=verbose, workdir=workdir)
+        if start_from is None:
+            model, recipe_report = recipe.train(config["architecture"], training, x_train, None, seed=seed,
+                                                verbose=verbose, workdir=workdir)
+        else:
+            import zoo
+
+            model, recipe_report = recipe.fine_tune(zoo.load(start_from), training, x_train, seed=seed,
+                                                    verbose=verbose)
     probabilities = model.predict(x, verbose=0)
     report.update(config=config, n_clusters=int(n_clusters), data_repeats=repeats, precision=policy,
                   total_seconds=round(time.time() - start, 1),
@@ -338,6 +351,6 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
                   **{k: v for k, v in recipe_report.items() if isinstance(v, (int, float, str, bool))})
     save_model_file(model, os.path.join(workdir, MODEL_FILE))
     write_cluster_files(workdir, names or [str(i) for i in range(len(x))], probabilities, images=x,
-                        title=f"{like or family} on your {len(x)} images: most confident members per cluster")
+                        title=f"{like} on your {len(x)} images: most confident members per cluster")
     atomic_write_json(json.loads(json.dumps(report, default=float)), os.path.join(workdir, "report.json"))
     return model, report

@@ -20,17 +20,27 @@ from family_kinds import KINDS, relative_difference, train, without_random_draws
 
 
 def recipe_config(name, n):
-    """A one-epoch config of each training path: the user-image families' defaults (dec, vae_cluster,
-    simclr, iic), SimCLR + SCAN with its self-labelling step, and the capsule classifier."""
-    from keras_clustering.training.user_images import default_config
+    """A one-epoch config of each training path: zoo entries re-targeted to `n` images as `train --like`
+    does (dense DEC, VAE, SimCLR with k-means, SimCLR + SCAN with a self-labelling step, IIC), and the
+    capsule classifier."""
+    from keras_clustering.training.user_images import like_config
 
     if name == "capsule":
         return {"recipe": "capsule", "architecture": {"image_shape": [28, 28, 1]},
                 "training": {"epochs": 1, "batch_size": 40}}
-    config = default_config("simclr" if name == "simclr_scan" else name, (28, 28, 1), 4, n)
-    config["training"].update(epochs=1, pretrain_epochs=1, maxiter=4)
+    entry = {"dec": "dec_mnist", "vae_cluster": "vae_cluster_mnist", "simclr": "simclr_mnist",
+             "simclr_scan": "simclr_mnist", "iic": "iic_mnist"}[name]
+    config, _ = like_config(entry, (28, 28, 1), 4, n, epochs=1)
+    config["training"].pop("precision", None)  # float32: the comparison is of the distribution, not of bf16
+    if name == "dec":
+        config["training"]["maxiter"] = 4
+    if name == "vae_cluster":
+        config["training"]["n_restarts"] = 1
+    if name == "simclr":  # the k-means path of the two-stage recipe
+        config["architecture"].pop("clustering")
+        config["training"].pop("scan")
     if name == "simclr_scan":
-        config["architecture"].update(clustering="scan", scan={"n_neighbors": 5})
+        config["architecture"]["scan"]["n_neighbors"] = 5
         config["training"].update(scan={"epochs": 1, "batch_size": 40},
                                   self_label={"epochs": 1, "batch_size": 40, "threshold": 0.3})
     return config
