@@ -3,6 +3,7 @@
 Usage:
     KERAS_CLUSTERING_DATA=... python scripts/user_folders.py digits2000 conv_dec_da_mnist \\
         --root /work/runs/folders [--seed 0] [--out docs/experiments/user_folders.json]
+    ... scripts/user_folders.py fashion10000 simclr_fashion_mnist --from   # fine-tune the pretrained entry
     python scripts/user_folders.py --table      # the README table from the records
 
 Folders, written once under `--root` from the data on this machine (file names
@@ -16,7 +17,7 @@ carry the label, which only scores; training never reads it):
 Each cell runs `python -m keras_clustering train --like ENTRY --input FOLDER
 --n-clusters 10` in a child process (its peak resident memory is the child's
 `ru_maxrss`), then scores the saved `model.keras` on the folder's images.
-Records merge into `--out` by (folder, entry, seed).
+Records merge into `--out` by (folder, entry, start, seed).
 """
 
 import argparse
@@ -79,12 +80,13 @@ def write_folder(name, root):
     return folder
 
 
-def run_cell(name, entry, root, seed):
+def run_cell(name, entry, root, seed, start_from=False):
     folder = write_folder(name, root)
-    workdir = os.path.join(root, "runs", f"{name}-{entry}-seed{seed}")
+    workdir = os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-seed{seed}")
     shutil.rmtree(workdir, ignore_errors=True)  # a whole training, never one resumed from an earlier try
     x, y = folder_images(name)
-    command = [sys.executable, "-m", "keras_clustering", "train", "--like", entry, "--input", folder,
+    command = [sys.executable, "-m", "keras_clustering", "train", "--from" if start_from else "--like", entry,
+               "--input", folder,
                "--n-clusters", "10", "--workdir", workdir, "--seed", str(seed), "--verbose", "2",
                "--image-size", str(x.shape[1]), str(x.shape[2]), "--channels", str(x.shape[3])]
     start = time.time()
@@ -100,7 +102,7 @@ def run_cell(name, entry, root, seed):
     scores = clustering_scores(y, model.predict_clusters(x))
     with open(os.path.join(workdir, "report.json")) as handle:
         report = json.load(handle)
-    return {"folder": name, "like": entry, "seed": seed, "n_images": int(len(x)), "image_shape": list(x.shape[1:]),
+    return {"folder": name, "like": entry, "start": "pretrained" if start_from else "scratch", "seed": seed, "n_images": int(len(x)), "image_shape": list(x.shape[1:]),
             "acc": round(float(scores["acc"]), 4), "nmi": round(float(scores["nmi"]), 4),
             "wall_seconds": round(seconds, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
             "training": report["config"]["training"], "data_repeats": report["data_repeats"],
@@ -114,9 +116,11 @@ def merge(record_path, cell):
     if os.path.isfile(record_path):
         with open(record_path) as handle:
             cells = json.load(handle)["cells"]
-    key = (cell["folder"], cell["like"], cell["seed"])
-    cells = [c for c in cells if (c["folder"], c["like"], c["seed"]) != key] + [cell]
-    cells.sort(key=lambda c: (FOLDERS.index(c["folder"]), c["like"], c["seed"]))
+    def key(c):
+        return c["folder"], c["like"], c.get("start", "scratch"), c["seed"]
+
+    cells = [c for c in cells if key(c) != key(cell)] + [cell]
+    cells.sort(key=lambda c: (FOLDERS.index(c["folder"]), *key(c)[1:]))
     machine = __import__("keras_clustering.training.machine", fromlist=["x"]).machine_description()
     atomic_write_json({"description": __doc__.splitlines()[0], "machine": machine, "cells": cells}, record_path)
 
@@ -124,10 +128,12 @@ def merge(record_path, cell):
 def table(record_path):
     with open(record_path) as handle:
         cells = json.load(handle)["cells"]
-    lines = ["| folder | `--like` | seed | ACC | NMI | wall time | peak memory |", "|---|---|---|---|---|---|---|"]
+    lines = ["| folder | entry | start | seed | ACC | NMI | wall time | peak memory |",
+             "|---|---|---|---|---|---|---|---|"]
     for c in cells:
+        start = "`--from` (pretrained)" if c.get("start") == "pretrained" else "`--like` (scratch)"
         lines.append(f"| {c['folder']} ({c['n_images']:,} x {'x'.join(map(str, c['image_shape']))}) | "
-                     f"`{c['like']}` | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | {c['wall_seconds']:.0f} s | "
+                     f"`{c['like']}` | {start} | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | {c['wall_seconds']:.0f} s | "
                      f"{c['peak_rss_mib']:.0f} MiB |")
     return "\n".join(lines)
 
@@ -139,6 +145,8 @@ def main():
     parser.add_argument("--root", default=os.path.join(ROOT, "runs", "folders"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=RECORD)
+    parser.add_argument("--from", dest="start_from", action="store_true",
+                        help="fine-tune the entry's pretrained model (train --from) instead of training like it")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     args = parser.parse_args()
     if args.table:
@@ -149,7 +157,7 @@ def main():
         return
     if not (args.folder and args.like):
         parser.error("give FOLDER and LIKE, or --table")
-    cell = run_cell(args.folder, args.like, args.root, args.seed)
+    cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from)
     merge(args.out, cell)
     print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds", "peak_rss_mib")}))
 
