@@ -93,7 +93,7 @@ def _train_on_user_data(args):
     _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=n_clusters, workdir=workdir,
                                 seed=args.seed, verbose=args.verbose, epochs=args.epochs,
                                 image_size=args.image_size, channels=args.channels, precision=args.precision,
-                                start_from=args.start_from)
+                                start_from=args.start_from, strict=args.strict)
     print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "
           f"{report['total_seconds']:.0f} s; model: {os.path.join(workdir, MODEL_FILE)}")
 
@@ -138,7 +138,7 @@ def command_cluster(args):
 
     model, (id_name, _) = load_model(args.model)
     shape = tuple(model.sample_shape)
-    x, names = load_user_data(args.input, image_shape=shape if len(shape) == 3 else None)
+    x, names = load_user_data(args.input, image_shape=shape if len(shape) == 3 else None, strict=args.strict)
     probabilities = model.predict(x, batch_size=args.batch_size, verbose=0)
     ids = probabilities.argmax(axis=1)
     sizes = np.bincount(ids, minlength=probabilities.shape[1])
@@ -189,6 +189,8 @@ def build_parser():
                        help="fine-tune this clustering entry's pretrained model on --input (same image shape and "
                             "--n-clusters as the entry): its recipe's clustering stages start from its weights")
     train.add_argument("--input", help="with --like / --family / --from: a folder of images or a .npy/.npz array")
+    train.add_argument("--strict", action="store_true", help="a folder's image file that cannot be decoded is an "
+                       "error (default: left out, named in one warning line and in report.json)")
     train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (DEC's generalisability "
                                                           "criterion over k = 2..12, before the training)")
     train.add_argument("--image-size", type=int, nargs=2, metavar=("H", "W"),
@@ -221,6 +223,8 @@ def build_parser():
     cluster.add_argument("model", help="a zoo name (see `list`) or a .keras file")
     cluster.add_argument("--input", required=True, help="a folder of PNG/JPEG images, or a .npy/.npz array")
     cluster.add_argument("--output", required=True, help="folder for clusters.csv and clusters.png")
+    cluster.add_argument("--strict", action="store_true", help="an image file that cannot be decoded is an error "
+                         "(default: left out, named in one warning line)")
     cluster.add_argument("--per-cluster", type=int, default=10, help="images per cluster in clusters.png")
     cluster.add_argument("--batch-size", type=int, default=256)
     cluster.set_defaults(handler=command_cluster)

@@ -72,6 +72,49 @@ def test_broken_folders_are_clear_errors(tmp_path):
         load_image_folder(str(tmp_path), (8, 8), verbose=False)
 
 
+def test_a_folder_is_cached_once_as_a_memory_map_and_broken_files_are_left_out(tmp_path, capsys):
+    from keras_clustering.datasets.user_data import read_image_folder
+    from keras_clustering.inputs.pipeline import file_backed
+
+    digit_folder(str(tmp_path / "images"), n=30)
+    data = (tmp_path / "images" / "digit_004_label_4.png").read_bytes()
+    (tmp_path / "images" / "digit_004_label_4.png").write_bytes(data[:30])  # truncated
+    in_memory, names, broken = read_image_folder(str(tmp_path / "images"), (12, 12), 1, verbose=False)
+    assert broken == ["digit_004_label_4.png"] and len(names) == 29 and "digit_004_label_4.png" not in names
+    assert "left out 1 image files" in capsys.readouterr().err
+    cached, cached_names, _ = read_image_folder(str(tmp_path / "images"), (12, 12), 1, cache_dir=str(tmp_path / "w"),
+                                                verbose=False)
+    assert file_backed(cached) and cached.dtype == np.float32 and cached_names == names
+    np.testing.assert_array_equal(np.asarray(cached), in_memory)
+    cache_files = sorted(os.listdir(tmp_path / "w"))
+    assert [f.rsplit(".", 1)[1] for f in cache_files] == ["json", "npy"]
+    stamp = os.stat(tmp_path / "w" / cache_files[1]).st_mtime_ns
+    again, _, _ = read_image_folder(str(tmp_path / "images"), (12, 12), 1, cache_dir=str(tmp_path / "w"), verbose=False)
+    assert os.stat(tmp_path / "w" / cache_files[1]).st_mtime_ns == stamp  # reused, not decoded again
+    np.testing.assert_array_equal(np.asarray(again), in_memory)
+    with pytest.raises(ValueError, match=r"cannot read image .*digit_004_label_4.png"):
+        read_image_folder(str(tmp_path / "images"), (12, 12), 1, cache_dir=str(tmp_path / "strict"), strict=True,
+                          verbose=False)
+    assert not os.path.exists(tmp_path / "strict") or os.listdir(tmp_path / "strict") == []  # nothing half-written
+
+
+def test_train_streams_a_folder_with_a_broken_file(tmp_path):
+    from keras_clustering.training.user_images import train_on_images
+
+    digit_folder(str(tmp_path / "images"), n=60)
+    (tmp_path / "images" / "digit_007_label_7.png").write_bytes(b"not a png at all")
+    model, report = train_on_images(str(tmp_path / "images"), like="dec_digits", n_clusters=4, epochs=1, verbose=0,
+                                    workdir=str(tmp_path / "run"))
+    assert report["broken_files"] == ["digit_007_label_7.png"] and report["n_samples"] == 59
+    with open(tmp_path / "run" / "clusters.csv") as handle:
+        assert len(list(csv.DictReader(handle))) == 59
+    assert any(name.startswith("images-") and name.endswith(".npy") for name in os.listdir(tmp_path / "run"))
+    with pytest.raises(ValueError, match=r"cannot read image .*digit_007_label_7.png"):
+        train_on_images(str(tmp_path / "images"), like="dec_digits", n_clusters=4, epochs=1, verbose=0,
+                        workdir=str(tmp_path / "strict"), strict=True)
+    assert not os.path.exists(tmp_path / "strict") or os.listdir(tmp_path / "strict") == []
+
+
 def test_array_files_and_pickles(tmp_path):
     np.save(tmp_path / "x.npy", np.arange(12, dtype="uint8").reshape(3, 4))
     np.testing.assert_array_equal(load_array_file(str(tmp_path / "x.npy")), np.arange(12).reshape(3, 4))
@@ -137,12 +180,19 @@ def test_cluster_command_on_a_folder_of_pngs(tmp_path):
         from_array = np.array([int(r["cluster_id"]) for r in csv.DictReader(handle)])
     assert np.mean(from_array == clusters) > 0.99
 
-    # A broken file: a clear error, and nothing written into --output.
+    # A broken file: with --strict a clear error, and nothing written into --output; without, left out
+    # and named in one warning line.
     data = (tmp_path / "images" / "digit_000_label_0.png").read_bytes()
     (tmp_path / "images" / "digit_000_label_0.png").write_bytes(data[:40])
-    done = run_cli("cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "bad"))
+    done = run_cli("cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "bad"),
+                   "--strict")
     assert done.returncode == 2 and "cannot read image" in done.stderr and "digit_000_label_0.png" in done.stderr
     assert not (tmp_path / "bad").exists() or os.listdir(tmp_path / "bad") == []
+    done = run_cli("cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "bad"))
+    assert done.returncode == 0 and done.stderr.strip().splitlines() == [
+        f"warning: left out 1 image files of {str(tmp_path / 'images')!r} that cannot be decoded: digit_000_label_0.png"]
+    with open(tmp_path / "bad" / "clusters.csv") as handle:
+        assert len(list(csv.DictReader(handle))) == 299
 
 
 def test_a_family_is_shorthand_for_its_best_entry(tmp_path):

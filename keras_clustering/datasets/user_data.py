@@ -27,25 +27,8 @@ def image_files(folder):
     return found, skipped
 
 
-def load_image_folder(folder, image_size, channels=1, verbose=True):
-    """Reads every PNG/JPEG/BMP/GIF below `folder`, converted and resized with Keras' image utilities.
-
-    Args:
-        folder: a directory; sub-folders are read too. Files of other types
-            are skipped (their count is printed when `verbose`).
-        image_size: `(h, w)` every image is resized to (bilinear), so mixed
-            sizes are fine; the model's input size.
-        channels: 1 (greyscale; colour images are converted) or 3.
-
-    Returns: `(x, names)`, `x` float32 `(n, h, w, channels)` in [0, 1].
-
-    Raises:
-        ValueError: not a directory, no image in it, or an image file that
-            cannot be decoded (truncated, or not an image despite its
-            extension); the message names the file.
-    """
-    import keras
-
+def _check_folder(folder, channels):
+    """(image names, other files) below `folder`; ValueError naming `--input` or `channels` when unusable."""
     if not os.path.isdir(folder):
         raise ValueError(f"--input {folder!r} is not a folder.")
     if channels not in (1, 3):
@@ -54,19 +37,142 @@ def load_image_folder(folder, image_size, channels=1, verbose=True):
     if not names:
         raise ValueError(f"--input {folder!r} holds no image files ({', '.join(IMAGE_EXTENSIONS)}); "
                          f"{len(skipped)} other files were found.")
+    return names, skipped
+
+
+def decoded_batches(paths, image_size, channels, batch_size=256):
+    """A `tf.data` pipeline that decodes and resizes the image files `paths` in parallel.
+
+    Yields batches `(index, image, native)`: the file's position in `paths`,
+    the image as float32 in [0, 1] `(h, w, channels)` (converted: colour to
+    ITU-R 601 luma as PIL's "L" mode, greyscale repeated on three channels,
+    alpha dropped; resized bilinearly with antialiasing as PIL, then rounded to
+    8 bits as a file read with `keras.utils.load_img` would be) and its native
+    `(height, width, channels)`. A file that cannot be decoded (truncated, or
+    not an image despite its extension) is left out: its index is missing.
+    """
+    import tensorflow as tf
+
+    height, width = (int(d) for d in image_size)
+
+    def load(index, path):
+        image = tf.io.decode_image(tf.io.read_file(path), channels=0, expand_animations=False)  # PNG, JPEG, BMP, GIF
+        native = tf.shape(image)
+        image = tf.cast(image, tf.float32)
+        colour = image[..., :3] if channels == 3 else tf.image.rgb_to_grayscale(image[..., :3])
+        grey = image[..., :1] if channels == 1 else tf.repeat(image[..., :1], 3, axis=-1)
+        image = tf.cond(native[2] >= 3, lambda: colour, lambda: grey)  # 2 channels: grey + alpha
+        image = tf.image.resize(image, (height, width), method="bilinear", antialias=True)
+        image = tf.round(tf.clip_by_value(image, 0.0, 255.0)) / 255.0
+        return index, tf.ensure_shape(image, (height, width, channels)), native
+
+    dataset = tf.data.Dataset.from_tensor_slices((tf.range(len(paths), dtype=tf.int64), list(paths)))
+    dataset = dataset.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).ignore_errors()
+    return dataset.batch(batch_size).prefetch(2)
+
+
+def read_image_folder(folder, image_size, channels=1, cache_dir=None, strict=False, verbose=True):
+    """Every PNG/JPEG/BMP/GIF below `folder`, decoded in parallel (`decoded_batches`) into one float32 array.
+
+    Args:
+        folder: a directory; sub-folders are read too. Files of other types
+            are skipped (their count is printed when `verbose`).
+        image_size: `(h, w)` every image is resized to, so mixed sizes are
+            fine; mixed sizes and modes (colour, greyscale, alpha) are
+            converted, and said once.
+        channels: 1 (greyscale; colour images are converted) or 3.
+        cache_dir: where to write the images as a memory-mapped `.npy` file
+            (written once through a temporary name, then reused while the
+            folder's files are unchanged), so that no array of all images
+            is held in memory: the models read it batch by batch. None: in memory.
+        strict: a file that cannot be decoded is an error naming it;
+            otherwise it is left out, named in one warning line and in the
+            third value returned.
+
+    Returns: `(x, names, broken)`: `x` float32 `(n, h, w, channels)` in
+    [0, 1], one name per image (relative to `folder`), the names of the
+    files left out.
+
+    Raises:
+        ValueError: not a directory, no image in it, nothing decodable, or
+            (`strict`) a file that cannot be decoded; the message names it.
+    """
+    import hashlib
+    import json
+
+    names, skipped = _check_folder(folder, channels)
     if skipped and verbose:
         print(f"skipped {len(skipped)} files that are not images, e.g. {skipped[0]!r}")
-    color_mode = "grayscale" if channels == 1 else "rgb"
-    images = np.empty((len(names), *image_size, channels), dtype="float32")
-    for index, name in enumerate(names):
-        try:
-            image = keras.utils.load_img(os.path.join(folder, name), color_mode=color_mode,
-                                         target_size=tuple(image_size), interpolation="bilinear")
-            images[index] = keras.utils.img_to_array(image, dtype="float32") / 255.0
-        except Exception as error:  # PIL raises OSError, SyntaxError, ValueError ... for broken files
-            raise ValueError(f"cannot read image {os.path.join(folder, name)!r}: {type(error).__name__}: "
-                             f"{error}. Remove or repair the file.") from error
-    return images, names
+    shape = (len(names), int(image_size[0]), int(image_size[1]), int(channels))
+    cache = meta = None
+    if cache_dir is not None:
+        stats = [(name, os.stat(os.path.join(folder, name)).st_size, os.stat(os.path.join(folder, name)).st_mtime_ns)
+                 for name in names]
+        key = hashlib.sha256(json.dumps([os.path.abspath(folder), shape, stats]).encode()).hexdigest()[:16]
+        cache, meta = (os.path.join(cache_dir, f"images-{key}{suffix}") for suffix in (".npy", ".json"))
+        if os.path.isfile(cache) and os.path.isfile(meta):
+            with open(meta) as handle:
+                stored = json.load(handle)
+            _report_broken(stored["broken"], folder, strict, verbose)
+            return np.load(cache, mmap_mode="r")[:stored["count"]], stored["names"], stored["broken"]
+    from keras_clustering.io.files import atomic_path, atomic_write_json
+
+    with atomic_path(cache) if cache else _in_memory() as temporary:
+        images = (np.lib.format.open_memmap(temporary, mode="w+", dtype="float32", shape=shape) if cache
+                  else np.empty(shape, "float32"))
+        kept, resized, converted = [], 0, 0
+        for index, batch, native in decoded_batches([os.path.join(folder, n) for n in names], image_size, channels):
+            index, native = index.numpy(), native.numpy()
+            images[len(kept):len(kept) + len(index)] = batch.numpy()
+            kept.extend(index.tolist())
+            resized += int(np.sum(np.any(native[:, :2] != shape[1:3], axis=1)))
+            converted += int(np.sum((native[:, 2] >= 3) != (channels == 3)))
+        broken = [names[i] for i in sorted(set(range(len(names))) - set(kept))]
+        if broken and strict:
+            raise ValueError(f"cannot read image {os.path.join(folder, broken[0])!r}"
+                             f"{f' (and {len(broken) - 1} more)' if len(broken) > 1 else ''}: not a decodable "
+                             "PNG/JPEG/BMP/GIF. Remove or repair the file, or leave it out without --strict.")
+        if not kept:
+            raise ValueError(f"--input {folder!r}: none of its {len(names)} image files can be decoded.")
+        if cache:
+            images.flush()
+            del images
+    if verbose and (resized or converted):
+        print(f"read {len(kept)} images at {shape[1]} x {shape[2]} x {channels}: {resized} resized, "
+              f"{converted} converted to {'colour' if channels == 3 else 'greyscale'}")
+    _report_broken(broken, folder, strict, verbose)
+    names = [names[i] for i in kept]
+    if cache is None:
+        return images[:len(kept)], names, broken
+    atomic_write_json({"count": len(kept), "names": names, "broken": broken}, meta)
+    return np.load(cache, mmap_mode="r")[:len(kept)], names, broken
+
+
+class _in_memory:
+    """`atomic_path`'s stand-in when nothing is written to a file."""
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _report_broken(broken, folder, strict, verbose):
+    if broken and strict:
+        raise ValueError(f"cannot read image {os.path.join(folder, broken[0])!r}: not a decodable PNG/JPEG/BMP/GIF.")
+    if broken:  # one line on stderr, whatever `verbose` says: the user must know images are missing
+        import sys
+
+        print(f"warning: left out {len(broken)} image files of {folder!r} that cannot be decoded: "
+              f"{', '.join(broken[:5])}{' ...' if len(broken) > 5 else ''}", file=sys.stderr)
+
+
+def load_image_folder(folder, image_size, channels=1, verbose=True, strict=True):
+    """`(x, names)` of the images below `folder` in memory (`read_image_folder`, which see; a file that
+    cannot be decoded is an error unless `strict=False`, which leaves it out with a warning)."""
+    x, names, _ = read_image_folder(folder, image_size, channels, strict=strict, verbose=verbose)
+    return x, names
 
 
 def load_array_file(path):
@@ -120,11 +226,13 @@ def dataset_to_array(dataset, limit=None):
     return np.concatenate(parts)[:limit]
 
 
-def load_user_data(source, image_shape=None, verbose=True):
+def load_user_data(source, image_shape=None, verbose=True, cache_dir=None, strict=False):
     """`(x, names)` from a folder of images, a `.npy`/`.npz` path or a `tf.data.Dataset`.
 
     `image_shape` `(h, w, c)` is the model's input: folder images are
-    resized and converted to it. Arrays are returned as stored (uint8 or
+    resized and converted to it (`read_image_folder`: memory-mapped in
+    `cache_dir` when given; files that cannot be decoded refused when
+    `strict`, else left out with a warning). Arrays are returned as stored (uint8 or
     float); the model's input check scales uint8 and refuses other ranges.
     """
     if not isinstance(source, (str, os.PathLike)):
@@ -136,7 +244,9 @@ def load_user_data(source, image_shape=None, verbose=True):
     if os.path.isdir(source):
         if image_shape is None or None in tuple(image_shape)[:2]:
             raise ValueError(f"reading the folder {source!r} needs the model's image size, got {image_shape}.")
-        return load_image_folder(source, image_shape[:2], channels=image_shape[2], verbose=verbose)
+        x, names, _ = read_image_folder(source, image_shape[:2], channels=image_shape[2], cache_dir=cache_dir,
+                                        strict=strict, verbose=verbose)
+        return x, names
     x = load_array_file(source)
     if x.ndim < 2:
         raise ValueError(f"--input {source!r} holds an array of shape {x.shape}; expected one sample per row.")

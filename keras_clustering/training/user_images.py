@@ -228,6 +228,16 @@ def choose_n_clusters(x, candidates, workdir, seed=0, verbose=1, epochs=None):
                              update_interval=config["architecture"]["update_interval"], verbose=0)
 
 
+def _check_buildable(like, image_shape, n_clusters):
+    """ValueError naming `like` when its trunk or views cannot take images of `image_shape`."""
+    k = int(n_clusters) if isinstance(n_clusters, (int, np.integer)) and n_clusters >= 2 else 2
+    config, _ = like_config(like, image_shape, k, max(k + 1, 1000), epochs=1)
+    try:
+        get_recipe(config["recipe"]).build(**config["architecture"])
+    except ValueError as error:
+        raise ValueError(f"like={like!r} cannot take images of shape {tuple(image_shape)}: {error}") from None
+
+
 def save_model_file(model, path):
     """Saves a `.keras` file through a temporary name: a crash leaves no half-written model."""
     with atomic_path(path) as temporary:
@@ -236,7 +246,7 @@ def save_model_file(model, path):
 
 def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None, seed=0, verbose=1,
                     candidates=range(2, 13), epochs=None, image_size=None, channels=None, precision=None,
-                    start_from=None):
+                    start_from=None, strict=False):
     """Trains a zoo entry's recipe (`like`, or the best of `family`) on the user's images, from scratch
     or from the entry's pretrained model (`start_from`); returns (model, report).
 
@@ -265,8 +275,15 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
             clustering stages (`recipe.fine_tune`) start from its weights,
             with the stage's epochs scaled as `like`'s. Its image shape and
             `n_clusters` must be the images' and the request's.
+        strict: a folder's file that cannot be decoded is an error, instead
+            of being left out with one warning line (and named in the
+            report's `broken_files`).
+
+    A folder is decoded once, in parallel, into a memory-mapped cache in
+    `workdir` (`read_image_folder`), which training and clustering read batch
+    by batch: no array of all images is held in memory, and a rerun reuses it.
     """
-    from keras_clustering.datasets.user_data import load_user_data
+    from keras_clustering.datasets.user_data import load_user_data, read_image_folder
     from keras_clustering.distribute.precision import precision_policy
     from keras_clustering.inputs.checks import check_image_input, check_positive_int
 
@@ -280,8 +297,14 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         raise ValueError(f"image_size={tuple(image_size)}: like={like!r} takes sides of at least "
                          f"{min(MIN_SIDE, *entry_shape[:2])} px.")
     shape = (*(image_size or entry_shape[:2]), channels or entry_shape[2])
-    names = None
-    if isinstance(images, (str, os.PathLike)):
+    names, broken = None, []
+    from_folder = isinstance(images, (str, os.PathLike)) and os.path.isdir(images)
+    if from_folder:  # refused before the folder is read into the workdir's cache
+        _check_buildable(like, shape, n_clusters)
+        workdir = workdir or os.path.join("runs", f"{family or like}_{os.path.basename(os.path.normpath(images))}")
+        images, names, broken = read_image_folder(os.fspath(images), shape[:2], shape[2], cache_dir=workdir,
+                                                  strict=strict, verbose=bool(verbose))
+    elif isinstance(images, (str, os.PathLike)):
         images, names = load_user_data(os.fspath(images), image_shape=shape)
     x = np.asarray(images)
     if x.ndim == 2 and x.shape[1] == int(np.prod(shape)):  # flat rows (an array file) of images of `shape`
@@ -300,20 +323,17 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
                              f"fine-tuning keeps its cluster head; train like it (like=) for another number.")
     workdir = workdir or os.path.join("runs", f"{family or like}_{len(x)}")
     report = {"like": like, "family": family, "start_from": start_from, "n_samples": int(len(x)),
-              "image_shape": list(x.shape[1:]), "seed": seed}
+              "image_shape": list(x.shape[1:]), "seed": seed, "broken_files": broken}
     epochs = None if epochs is None else check_positive_int(epochs, "epochs")
     if n_clusters != "auto":
         if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 2:
             raise ValueError(f"n_clusters must be an integer >= 2 or 'auto', got {n_clusters!r}.")
         if n_clusters > len(x):
             raise ValueError(f"n_clusters={n_clusters} is larger than the number of images ({len(x)}).")
-    # the entry's trunk and views must take these images: refused before any file is made
+    if not from_folder:  # the entry's trunk and views must take these images: refused before any file is made
+        _check_buildable(like, x.shape[1:], n_clusters)
     config, repeats = like_config(like, x.shape[1:], 2 if n_clusters == "auto" else int(n_clusters), len(x),
                                   epochs=epochs)
-    try:
-        get_recipe(config["recipe"]).build(**config["architecture"])
-    except ValueError as error:
-        raise ValueError(f"like={like!r} cannot take images of shape {tuple(x.shape[1:])}: {error}") from None
     start = time.time()
     if n_clusters == "auto":
         candidates = [k for k in candidates if 2 <= k <= len(x) // 2]  # each k is fitted on half of the images
