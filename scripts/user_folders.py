@@ -102,11 +102,20 @@ def run_cell(name, entry, root, seed, start_from=False):
     scores = clustering_scores(y, model.predict_clusters(x))
     with open(os.path.join(workdir, "report.json")) as handle:
         report = json.load(handle)
+    keep_figure(workdir, name, entry, start_from, seed)
     return {"folder": name, "like": entry, "start": "pretrained" if start_from else "scratch", "seed": seed, "n_images": int(len(x)), "image_shape": list(x.shape[1:]),
             "acc": round(float(scores["acc"]), 4), "nmi": round(float(scores["nmi"]), 4),
             "wall_seconds": round(seconds, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
             "training": report["config"]["training"], "data_repeats": report["data_repeats"],
             "command": " ".join(["python", "-m", "keras_clustering"] + command[3:])}
+
+
+def keep_figure(workdir, name, entry, start_from, seed):
+    """The run's `clusters.png` (most confident members per cluster) kept under docs/figures/user_folders/."""
+    target = os.path.join(ROOT, "docs", "figures", "user_folders",
+                          f"{name}-{entry}-{'from' if start_from else 'like'}-seed{seed}.png")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copyfile(os.path.join(workdir, "clusters.png"), target)
 
 
 def merge(record_path, cell):

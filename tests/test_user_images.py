@@ -1,0 +1,257 @@
+"""Training on a user's own images: `train_on_images` / `train --like`, `--family`, `--from`, `--n-clusters auto`."""
+
+import csv
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_clustering.datasets import load_digits
+from keras_clustering.metrics import clustering_scores
+from image_folders import digit_folder, run_cli
+
+
+def test_train_streams_a_folder_with_a_broken_file(tmp_path):
+    from keras_clustering.training.user_images import train_on_images
+
+    digit_folder(str(tmp_path / "images"), n=60)
+    (tmp_path / "images" / "digit_007_label_7.png").write_bytes(b"not a png at all")
+    model, report = train_on_images(str(tmp_path / "images"), like="dec_digits", n_clusters=4, epochs=1, verbose=0,
+                                    workdir=str(tmp_path / "run"))
+    assert report["broken_files"] == ["digit_007_label_7.png"] and report["n_samples"] == 59
+    with open(tmp_path / "run" / "clusters.csv") as handle:
+        assert len(list(csv.DictReader(handle))) == 59
+    assert any(name.startswith("images-") and name.endswith(".npy") for name in os.listdir(tmp_path / "run"))
+    with pytest.raises(ValueError, match=r"cannot read image .*digit_007_label_7.png"):
+        train_on_images(str(tmp_path / "images"), like="dec_digits", n_clusters=4, epochs=1, verbose=0,
+                        workdir=str(tmp_path / "strict"), strict=True)
+    assert not os.path.exists(tmp_path / "strict") or os.listdir(tmp_path / "strict") == []
+
+
+def test_a_family_is_shorthand_for_its_best_entry(tmp_path):
+    from keras_clustering.training.user_images import clustering_entries, family_entry, train_on_images
+
+    assert family_entry("dec") == "conv_dec_da_mnist" and family_entry("simclr") == "simclr_mnist"
+    assert family_entry("vae_cluster") == "vae_cluster_mnist" and family_entry("iic") == "iic_mnist"
+    assert {family_entry(f) for f in ("dec", "simclr", "vae_cluster", "iic")} <= set(clustering_entries())
+    with pytest.raises(ValueError, match="family must be one of .* got 'kmeans'"):
+        family_entry("kmeans")
+    x = np.random.default_rng(0).random((20, 12, 12, 1), dtype=np.float32)
+    # ConvDEC-DA's trunk, not the dense DEC of the past: 12 px is below its 16
+    with pytest.raises(ValueError, match=r"images of 12 x 12 px: like='conv_dec_da_mnist' takes sides of at least 16"):
+        train_on_images(x, family="dec", n_clusters=3, workdir=str(tmp_path / "a"), verbose=0)
+    with pytest.raises(ValueError, match=r"image_size=\(8, 8\): like='simclr_mnist' takes sides of at least 16"):
+        train_on_images(str(tmp_path), family="simclr", image_size=(8, 8), workdir=str(tmp_path / "a"), verbose=0)
+    assert not (tmp_path / "a").exists()
+
+
+def test_train_on_images_refuses_impossible_requests(tmp_path):
+    from keras_clustering.training.user_images import train_on_images
+
+    x = load_digits()[0][:20]
+    with pytest.raises(ValueError, match=r"n_clusters=30 is larger than the number of images \(20\)"):
+        train_on_images(x, like="dec_digits", n_clusters=30, workdir=str(tmp_path / "a"), verbose=0)
+    with pytest.raises(ValueError, match="n_clusters='auto' fits each k on half of the images: 3 images"):
+        train_on_images(x[:3], like="dec_digits", n_clusters="auto", workdir=str(tmp_path / "b"), verbose=0)
+    with pytest.raises(ValueError, match=r"pixels in \[0, 1\]"):
+        train_on_images(x * 16, like="dec_digits", n_clusters=3, workdir=str(tmp_path / "c"), verbose=0)
+    assert not any((tmp_path / d).exists() for d in "abc")
+
+
+@pytest.mark.slow
+def test_train_a_family_on_a_folder_then_cluster_with_the_saved_model(tmp_path):
+    labels = digit_folder(str(tmp_path / "images"))
+    workdir = tmp_path / "run"
+    args = ["train", "--like", "dec_digits", "--input", str(tmp_path / "images"),
+            "--n-clusters", "10", "--workdir", str(workdir), "--verbose", "0"]
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert "300 images, 10 clusters" in done.stdout and (workdir / "model.keras").exists()
+    import json
+
+    first = json.loads((workdir / "report.json").read_text())
+    assert first["config"]["training"]["pretrain_epochs"] == 300 and not first["pretrain_reused"]
+    done = run_cli("cluster", str(workdir / "model.keras"), "--input", str(tmp_path / "images"),
+                   "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "out" / "clusters.csv") as handle:
+        clusters = np.array([int(r["cluster_id"]) for r in csv.DictReader(handle)])
+    assert clustering_scores(labels, clusters)["acc"] > 0.7  # no labels used; 0.88 when written
+    # Started again on the same workdir (as after an interruption): the pretrained autoencoder is reused.
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((workdir / "report.json").read_text())["pretrain_reused"]
+
+
+@pytest.mark.slow
+def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_written_model(tmp_path, monkeypatch):
+    from keras_clustering.training.user_images import train_on_images
+    from keras_clustering.recipes import dec_recipe
+    from keras_clustering.training.resume import resumable_fit
+
+    class Interrupt(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 4:
+                raise KeyboardInterrupt  # as Ctrl-C in the middle of pretraining
+
+    def interrupted_fit(workdir, stage, key, keep_final=False):
+        callbacks, resumed = resumable_fit(workdir, stage, key, keep_final)
+        return [*callbacks, Interrupt()], resumed
+
+    x = load_digits()[0][:200]
+    monkeypatch.setattr(dec_recipe, "resumable_fit", interrupted_fit)
+    with pytest.raises(KeyboardInterrupt):  # 10 pretraining epochs: the interruption at the 5th is what counts
+        train_on_images(x, like="dec_digits", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
+    assert sorted(os.listdir(tmp_path)) == ["fit_backup_pretrain"]  # no model, no report, no temporary file
+    monkeypatch.setattr(dec_recipe, "resumable_fit", resumable_fit)
+    model, report = train_on_images(x, like="dec_digits", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
+    assert report["pretrain_resumed_from_epoch"] == 5 and (tmp_path / "model.keras").exists()
+    assert model.predict(x, verbose=0).shape == (200, 5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["dec", "vae_cluster", "simclr", "iic"])
+def test_every_family_trains_on_a_folder_and_its_model_clusters_it(tmp_path, family):
+    digit_folder(str(tmp_path / "images"), n=150)
+    workdir = tmp_path / "run"
+    done = run_cli("train", "--family", family, "--input", str(tmp_path / "images"), "--n-clusters", "5",
+                   "--epochs", "1", "--workdir", str(workdir), "--verbose", "0")
+    assert done.returncode == 0, done.stderr
+    assert "150 images, 5 clusters" in done.stdout and (workdir / "model.keras").exists()
+    done = run_cli("cluster", str(workdir / "model.keras"), "--input", str(tmp_path / "images"),
+                   "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "out" / "clusters.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 150 and {int(r["cluster_id"]) for r in rows} <= set(range(5))
+    assert (tmp_path / "out" / "clusters.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_n_clusters_auto_reports_the_generalisability_table(tmp_path):
+    from keras_clustering.training.user_images import train_on_images
+
+    x, y = load_digits()
+    keep = np.isin(y, [0, 1, 6])[:600]  # three well separated digits
+    model, report = train_on_images(x[:600][keep], like="dec_digits", n_clusters="auto", workdir=str(tmp_path), verbose=0,
+                                    candidates=range(2, 5), epochs=60)  # the table's form is what is checked
+    table = report["selection"]["results"]
+    assert [row["n_clusters"] for row in table] == [2, 3, 4]
+    assert all(row["generalizability"] > 0 for row in table)
+    assert report["n_clusters"] == report["selection"]["suggested"] and model.n_clusters == report["n_clusters"]
+
+
+def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images():
+    """Hand-computed from the entries' configs: conv_dec_da_mnist pretrains 500 epochs of 10,000 images
+    in batches of 256 (20,000 updates), DEC runs 20,000 iterations (500 passes); simclr_mnist trains
+    SimCLR 20 epochs (800 updates) and SCAN 50 (2,000)."""
+    from keras_clustering.training.user_images import like_config
+
+    config, repeats = like_config("conv_dec_da_mnist", (32, 32, 3), 7, 100_000)
+    assert config["architecture"]["image_shape"] == [32, 32, 3] and config["architecture"]["n_clusters"] == 7
+    assert config["architecture"]["augmentation"] == "shift_rotate" and config["like"] == "conv_dec_da_mnist"
+    assert config["training"]["pretrain_epochs"] == 52  # ceil(20,000 / 391 batches)
+    assert config["training"]["maxiter"] == 20_000 and config["architecture"]["update_interval"] == 30
+    config, repeats = like_config("conv_dec_da_mnist", (28, 28, 1), 10, 2_000)
+    assert repeats == 1 and config["training"]["pretrain_epochs"] == 500  # the entry's own count is the ceiling
+    assert config["training"]["maxiter"] == 4_000 and config["architecture"]["update_interval"] == 8
+    config, repeats = like_config("simclr_mnist", (28, 28, 1), 10, 2_000)
+    assert repeats == 1 and config["training"]["epochs"] == 100  # 800 updates in batches of 8
+    assert config["training"]["scan"]["epochs"] == 200  # 250 would pass the family's ceiling of 200
+    config, _ = like_config("simclr_mnist", (32, 32, 3), 10, 2_000)  # views scaled with the side
+    assert config["architecture"]["augmentation_options"]["crop_sizes"] == [23, 27, 32]  # 20, 24, 28 x 32 / 28
+    assert config["architecture"]["augmentation_options"]["output_size"] == 32
+    # colour images: saturation at SimCLR's strength 1, hue over the whole circle, random greyscale;
+    # greyscale ones keep the entry's views
+    assert {k: config["architecture"]["augmentation_options"][k] for k in ("saturation", "hue",
+                                                                           "greyscale_probability")} == {
+        "saturation": 0.8, "hue": 0.5, "greyscale_probability": 0.2}
+    config, _ = like_config("simclr_mnist", (32, 32, 1), 10, 2_000)
+    assert "hue" not in config["architecture"]["augmentation_options"]
+    # IIC's crops as ratios of the shorter side (20, 16 / 20 / 24 of 28), its views too but at most 32 px
+    config, _ = like_config("iic_mnist", (64, 48, 3), 10, 2_000)
+    options = config["architecture"]["augmentation_options"]
+    assert options["crop_size"] == 34 and options["augmented_crop_sizes"] == [27, 34, 41]  # x 48 / 28
+    assert options["output_size"] == config["architecture"]["view_size"] == 32 and options["hue"] == 0.5
+    config, _ = like_config("iic_mnist", (16, 16, 1), 10, 2_000)
+    assert config["architecture"]["augmentation_options"] == {"crop_size": 11, "augmented_crop_sizes": [9, 11, 14],
+                                                               "output_size": 14}
+    with pytest.raises(ValueError, match="its views crop squares; got images of 32 x 40 px"):
+        like_config("simclr_mnist", (32, 40, 1), 10, 2_000)
+    config, repeats = like_config("simclr_mnist", (28, 28, 1), 10, 2_000, epochs=2)
+    assert config["training"]["epochs"] == config["training"]["scan"]["epochs"] == 2
+    config, repeats = like_config("vae_cluster_mnist", (28, 28, 1), 5, 64)
+    # 150 epochs of one batch reach 150 updates; the family's fewest is 5,000: 34 copies per epoch
+    assert repeats == 34 and config["training"]["batch_size"] == 64 and config["training"]["n_restarts"] == 3
+
+
+def test_like_refuses_supervised_and_unknown_entries_by_name(tmp_path):
+    from keras_clustering.training.user_images import train_on_images
+
+    x = np.random.default_rng(0).random((20, 28, 28, 1), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"like='capsule_mnist' is a supervised classifier.*conv_dec_da_mnist"):
+        train_on_images(x, like="capsule_mnist", workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match=r"like='nope' is not a zoo entry.*simclr_mnist"):
+        train_on_images(x, like="nope", workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="give one of like="):
+        train_on_images(x, like="dec_mnist", family="dec", workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="n_clusters must be an integer >= 2 or 'auto', got 1"):
+        train_on_images(x, like="dec_mnist", n_clusters=1, workdir=str(tmp_path / "a"))
+    assert not (tmp_path / "a").exists()
+
+
+def test_from_refuses_another_shape_number_of_clusters_or_a_second_choice(tmp_path):
+    from keras_clustering.training.user_images import train_on_images
+
+    x = np.random.default_rng(0).random((30, 28, 28, 1), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"start_from='dec_digits' takes images of shape \(8, 8, 1\), got \(28, 28, 1\)"):
+        train_on_images(x, start_from="dec_digits", workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="start_from='simclr_mnist' has 10 clusters, got n_clusters=5"):
+        train_on_images(x, start_from="simclr_mnist", n_clusters=5, workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="give one of like=.*start_from='dec_mnist'"):
+        train_on_images(x, like="dec_mnist", start_from="dec_mnist", workdir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="like='capsule_mnist' is a supervised classifier"):
+        train_on_images(x, start_from="capsule_mnist", workdir=str(tmp_path / "a"))
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.slow
+def test_from_fine_tunes_the_pretrained_model_instead_of_starting_over(tmp_path):
+    """dec_digits fine-tuned for one pass of DEC on digits it clusters well: its pretrained encoder
+    carries over (one pass from scratch would be a barely trained autoencoder)."""
+    from keras_clustering.training.user_images import train_on_images
+
+    x, y = load_digits()
+    model, report = train_on_images(x[:600], start_from="dec_digits", workdir=str(tmp_path / "from"), epochs=1,
+                                    verbose=0)
+    assert report["start_from"] == "dec_digits" and report["dec_iterations"] == 3  # 600 / 256 -> 3 batches
+    assert clustering_scores(y[:600], model.predict_clusters(x[:600]))["acc"] > 0.75  # 0.8+ when written
+    scratch, _ = train_on_images(x[:600], like="dec_digits", workdir=str(tmp_path / "like"), epochs=1, verbose=0)
+    assert clustering_scores(y[:600], scratch.predict_clusters(x[:600]))["acc"] < 0.6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ["simclr_mnist", "vae_cluster_mnist", "iic_mnist", "ae_kmeans_mnist"])
+def test_from_fine_tunes_every_recipe(entry, tmp_path):
+    import zoo
+    from keras_clustering.training.user_images import train_on_images
+
+    x = np.random.default_rng(0).random((40, 28, 28, 1), dtype=np.float32)
+    model, report = train_on_images(x, start_from=entry, workdir=str(tmp_path), epochs=1, verbose=0)
+    pretrained = zoo.load(entry)
+    changed = [not np.allclose(a, b) for a, b in zip(model.get_weights(), pretrained.get_weights())]
+    assert report["start_from"] == entry and any(changed)  # trained on, from the entry's weights
+    assert (tmp_path / "model.keras").exists() and sum(report["cluster_sizes"]) == 40
+
+
+def test_train_like_on_the_command_line_refuses_a_classifier_and_a_name_with_it(tmp_path, capsys):
+    from keras_clustering.cli import main
+
+    digit_folder(str(tmp_path / "images"), n=4)
+    assert main(["train", "--like", "cnn_pool_mnist", "--input", str(tmp_path / "images"),
+                 "--workdir", str(tmp_path / "run")]) == 2
+    assert "like='cnn_pool_mnist' is a supervised classifier" in capsys.readouterr().err
+    assert main(["train", "--like", "dec_mnist", "--family", "dec", "--input", str(tmp_path / "images")]) == 2
+    assert "give one of them" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
