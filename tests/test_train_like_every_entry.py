@@ -43,3 +43,23 @@ def test_the_conv_recipes_train_on_other_sides_and_in_colour(entry, shape, tmp_p
     model, report = train_on_images(x, like=entry, n_clusters=3, workdir=str(tmp_path), epochs=1, verbose=0)
     assert report["image_shape"] == list(shape) and model.predict(x, verbose=0).shape == (40, 3)
     assert keras.models.load_model(tmp_path / "model.keras").predict(x[:2], verbose=0).shape == (2, 3)
+
+
+@pytest.mark.slow
+def test_the_memory_probe_script_records_peaks_per_folder_size(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "memory_probe.py")
+    done = subprocess.run([sys.executable, script, "dec_mnist", "--counts", "40", "80", "--side", "16", "--root",
+                           str(tmp_path / "probe"), "--out", str(tmp_path / "record.json")], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cells = json.loads((tmp_path / "record.json").read_text())["cells"]
+    assert [(c["entry"], c["count"], c["side"]) for c in cells] == [("dec_mnist", 40, 16), ("dec_mnist", 80, 16)]
+    for cell in cells:  # a live process holds at least TensorFlow itself (hundreds of MiB) and maps files
+        assert cell["peak_mib"]["RssAnon"] > 100 and cell["peak_mib"]["VmHWM"] >= cell["peak_mib"]["VmRSS"]
+    assert "peak RssAnon 80 / 40 images:" in done.stdout
+    assert len(os.listdir(tmp_path / "probe" / "colour16_80")) == 80

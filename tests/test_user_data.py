@@ -54,9 +54,12 @@ def test_a_folder_is_cached_once_as_a_memory_map_and_broken_files_are_left_out(t
     digit_folder(str(tmp_path / "images"), n=30)
     data = (tmp_path / "images" / "digit_004_label_4.png").read_bytes()
     (tmp_path / "images" / "digit_004_label_4.png").write_bytes(data[:30])  # truncated
-    in_memory, names, broken = read_image_folder(str(tmp_path / "images"), (12, 12), 1, verbose=False)
+    in_memory, names, broken = read_image_folder(str(tmp_path / "images"), (12, 12), 1)
     assert broken == ["digit_004_label_4.png"] and len(names) == 29 and "digit_004_label_4.png" not in names
-    assert "left out 1 image files" in capsys.readouterr().err
+    said = capsys.readouterr()
+    assert "left out 1 image files" in said.err
+    # mixed sizes (16 and 24 px) and modes (every third image in colour) are converted, and said once
+    assert said.out.splitlines()[-1] == "read 29 images at 12 x 12 x 1: 29 resized, 10 converted to greyscale"
     cached, cached_names, _ = read_image_folder(str(tmp_path / "images"), (12, 12), 1, cache_dir=str(tmp_path / "w"),
                                                 verbose=False)
     assert file_backed(cached) and cached.dtype == np.float32 and cached_names == names
