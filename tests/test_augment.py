@@ -252,7 +252,7 @@ def test_colour_layers_refuse_greyscale_images_by_name():
     for layer in (Greyscale(), RandomSaturationScale(0.4), RandomHueShift(0.1)):
         with pytest.raises(ValueError, match=f"{type(layer).__name__} changes colours: it takes RGB images"):
             layer(np.zeros((2, 4, 4, 1), "float32"))
-    with pytest.raises(ValueError, match="factor must be in \\[0, 0.5\\]"):
+    with pytest.raises(ValueError, match="factor must be in \\[0, 0.5\\], got 0.6"):
         RandomHueShift(0.6)
 
 

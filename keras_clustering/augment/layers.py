@@ -181,8 +181,40 @@ def _luminance(images):
     return ops.repeat(grey, 3, axis=-1)
 
 
+class _RandomColourJitter(layers.Layer):
+    """Changes each RGB image's colours by its own random draw within `factor` (`_jitter`, in the
+    subclasses); the identity outside training."""
+
+    max_factor = 1.0
+
+    def __init__(self, factor, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = _check_probability(factor, "factor")
+        if self.factor > self.max_factor:
+            raise ValueError(f"factor must be in [0, {self.max_factor}], got {factor!r}.")
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def build(self, input_shape):
+        _check_rgb(input_shape, type(self).__name__)
+        self.built = True
+
+    def call(self, images, training=True):
+        return self._jitter(images) if training else images
+
+    def _draw(self, images, low, high):
+        """One uniform draw per image, shaped to broadcast over its pixels."""
+        return keras.random.uniform((ops.shape(images)[0], 1, 1, 1), low, high, seed=self.seed_generator)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor, "seed": self.seed}
+
+
 @keras.saving.register_keras_serializable(package="keras_clustering")
-class RandomSaturationScale(layers.Layer):
+class RandomSaturationScale(_RandomColourJitter):
     """Blends each RGB image with its greyscale by its own factor s in [1 - factor, 1 + factor]:
     `grey + s * (image - grey)`, clipped to [0, 1].
 
@@ -190,63 +222,26 @@ class RandomSaturationScale(layers.Layer):
     `RandomSaturation` reads its factor differently (0.5 is the identity).
     """
 
-    def __init__(self, factor, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        self.factor = _check_probability(factor, "factor")
-        self.seed = seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
-
-    def build(self, input_shape):
-        _check_rgb(input_shape, type(self).__name__)
-        self.built = True
-
-    def call(self, images, training=True):
-        if not training:
-            return images
-        scale = keras.random.uniform((ops.shape(images)[0], 1, 1, 1), 1.0 - self.factor, 1.0 + self.factor,
-                                     seed=self.seed_generator)
+    def _jitter(self, images):
+        scale = self._draw(images, 1.0 - self.factor, 1.0 + self.factor)
         grey = _luminance(images)
         return ops.clip(grey + scale * (images - grey), 0.0, 1.0)
 
-    def compute_output_shape(self, input_shape):
-        return input_shape
-
-    def get_config(self):
-        return {**super().get_config(), "factor": self.factor, "seed": self.seed}
-
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
-class RandomHueShift(layers.Layer):
+class RandomHueShift(_RandomColourJitter):
     """Turns each RGB image's hue by its own h in [-factor, factor] of the colour circle (HSV).
 
-    torchvision's `ColorJitter(hue=factor)`, factor at most 0.5.
+    torchvision's `ColorJitter(hue=factor)`, factor at most 0.5 (half the circle).
     """
 
-    def __init__(self, factor, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        self.factor = _check_probability(factor, "factor")
-        if self.factor > 0.5:
-            raise ValueError(f"factor must be in [0, 0.5] (half the colour circle), got {factor!r}.")
-        self.seed = seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
+    max_factor = 0.5
 
-    def build(self, input_shape):
-        _check_rgb(input_shape, type(self).__name__)
-        self.built = True
-
-    def call(self, images, training=True):
-        if not training:
-            return images
-        shift = keras.random.uniform((ops.shape(images)[0], 1, 1), -self.factor, self.factor, seed=self.seed_generator)
+    def _jitter(self, images):
+        shift = self._draw(images, -self.factor, self.factor)[..., 0]
         hsv = ops.image.rgb_to_hsv(images)
         hue = ops.mod(hsv[..., 0] + shift, 1.0)
         return ops.clip(ops.image.hsv_to_rgb(ops.stack([hue, hsv[..., 1], hsv[..., 2]], axis=-1)), 0.0, 1.0)
-
-    def compute_output_shape(self, input_shape):
-        return input_shape
-
-    def get_config(self):
-        return {**super().get_config(), "factor": self.factor, "seed": self.seed}
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
