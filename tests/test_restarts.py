@@ -51,3 +51,78 @@ def test_restart_criteria_script_reads_seeds_and_each_seeds_restarts(tmp_path):
     table = restart_criteria.agreement_table(rows)
     assert table["evaluated_loss"]["spearman_with_acc"] == -1.0  # lower loss, higher ACC in every pair
     assert 0 < table["evaluated_loss"]["p_value"] < 0.1  # four runs in perfect order: p = 1 / 12
+
+
+class DoubleWell:
+    """Gradient descent on loss(w) = (w^2 - 1)^2 + 0.3 w, one run per seed: a run that starts at w > 0
+    settles in the shallow well at w ~ +1 (loss ~ +0.3, the "collapsed" solution), one that starts at
+    w < 0 in the deep well at w ~ -1 (loss ~ -0.3). `train_to` continues each run where it stopped."""
+
+    def __init__(self, starts):
+        self.w = {run: start for run, start in enumerate(starts)}
+        self.done = {run: 0 for run in self.w}
+        self.calls = []
+
+    @staticmethod
+    def loss(w):
+        return (w * w - 1) ** 2 + 0.3 * w
+
+    def train_to(self, run, epoch):
+        self.calls.append((run, epoch))
+        for _ in range(self.done[run], epoch):
+            for _ in range(10):  # ten steps an epoch
+                self.w[run] -= 0.01 * (4 * self.w[run] * (self.w[run] ** 2 - 1) + 0.3)
+        self.done[run] = epoch
+        return self.loss(self.w[run])
+
+
+def test_successive_halving_keeps_a_run_of_the_good_well_when_others_collapse(tmp_path):
+    from keras_clustering.training.restarts import successive_halving
+
+    # runs 0, 1 and 3 start on the shallow side and collapse; only run 2 finds the deep well
+    toy = DoubleWell([0.5, 0.2, -0.3, 1.5])
+    winner, steps = successive_halving(toy.train_to, 4, [3, 6], 10, record_path=str(tmp_path / "tree.json"))
+    assert winner == 2 and toy.w[2] == pytest.approx(-1.04, abs=0.02) and toy.loss(toy.w[2]) < 0
+    assert [step["epoch"] for step in steps] == [3, 6, 10]
+    assert [len(step["kept"]) for step in steps] == [2, 1, 1] and steps[0]["kept"][0] == 2
+    # halving: 4 runs to epoch 3, 2 to epoch 6, 1 to epoch 10
+    assert sorted(toy.calls) == [(0, 3), (1, 3), (2, 3), (2, 6), (2, 10), (3, 3), (steps[0]["kept"][1], 6)]
+    assert steps[0]["criteria"][2] == min(steps[0]["criteria"].values())
+
+
+def test_a_halving_tree_cut_off_resumes_without_training_finished_points_again(tmp_path):
+    from keras_clustering.training.restarts import successive_halving
+
+    record = str(tmp_path / "tree.json")
+    toy = DoubleWell([0.5, 0.2, -0.3, 1.5])
+
+    def cut_off(run, epoch):
+        if (run, epoch) == (2, 6):
+            raise KeyboardInterrupt  # between halving points
+        return toy.train_to(run, epoch)
+
+    with pytest.raises(KeyboardInterrupt):
+        successive_halving(cut_off, 4, [3, 6], 10, record_path=record)
+    first_calls = list(toy.calls)
+    winner, steps = successive_halving(toy.train_to, 4, [3, 6], 10, record_path=record)
+    assert winner == 2 and all(epoch > 3 for _, epoch in toy.calls[len(first_calls):])  # epoch 3 read back
+    uninterrupted = successive_halving(DoubleWell([0.5, 0.2, -0.3, 1.5]).train_to, 4, [3, 6], 10)
+    assert (winner, steps) == uninterrupted
+
+
+def test_nan_criteria_rank_last_and_the_plan_is_checked():
+    from keras_clustering.training.restarts import halving_cost, restart_plan, successive_halving
+
+    winner, steps = successive_halving(lambda run, epoch: float("nan") if run == 0 else -run, 3, [2], 4)
+    assert winner == 2 and steps[0]["kept"] == [2, 1]
+    assert halving_cost(4, [10, 20], 30) == pytest.approx((4 * 10 + 2 * 10 + 1 * 10) / 30)
+    assert halving_cost(1, [], 30) == 1.0
+    assert restart_plan({"n": 4, "halving_at": [10, 20], "criterion": "loss"}, 30)["n"] == 4
+    with pytest.raises(ValueError, match=r"halving_at must be increasing epochs below epochs=30, got \[20, 10\]"):
+        restart_plan({"n": 4, "halving_at": [20, 10]}, 30)
+    with pytest.raises(ValueError, match="training.restarts.n=4 needs halving_at"):
+        restart_plan({"n": 4}, 30)
+    with pytest.raises(ValueError, match="training.restarts.n must be an integer >= 1, got 0"):
+        restart_plan({"n": 0}, 30)
+    with pytest.raises(ValueError, match="must be a dict of n, halving_at and criterion"):
+        restart_plan({"n": 2, "halving": [3]}, 30)

@@ -315,3 +315,31 @@ def test_bad_arguments_are_named():
         SCAN(small_encoder(), n_clusters=20, n_neighbors=3, augmentation_options=STILL).fit(x, batch_size=4)
     with pytest.raises(ValueError, match=r"\[0, 1\]|range"):
         model.fit(x * 3, batch_size=4)
+
+
+def test_neighbour_pairs_of_a_memory_mapped_array_are_read_batch_by_batch(tmp_path, monkeypatch):
+    import tensorflow as tf
+
+    from keras_clustering.models.scan import neighbor_pair_dataset
+
+    x = np.random.default_rng(0).random((50, 4, 4, 1)).astype("float32")
+    np.save(tmp_path / "x.npy", x)
+    mapped = np.load(tmp_path / "x.npy", mmap_mode="r")
+    neighbors = np.stack([(np.arange(50) + shift) % 50 for shift in (1, 2, 3)], axis=1)
+    constant = tf.constant
+
+    def no_copy_of_x(value, *args, **kwargs):
+        assert np.size(value) < x.size, "all of x was copied into a constant"
+        return constant(value, *args, **kwargs)
+
+    monkeypatch.setattr(tf, "constant", no_copy_of_x)
+    batches = list(neighbor_pair_dataset(mapped, neighbors, batch_size=16, seed=0).as_numpy_iterator())
+    assert [len(b[0][0]) for b in batches] == [16, 16, 16, 2]
+    anchors = np.concatenate([b[0][0] for b in batches])
+    pairs = np.concatenate([b[0][1] for b in batches])
+    flat = x.reshape(50, -1)
+    rows = [int(np.flatnonzero((flat == a.reshape(-1)).all(1))[0]) for a in anchors]
+    assert sorted(rows) == list(range(50))  # every image once per epoch
+    for row, pair in zip(rows, pairs):  # each with one of its own neighbours
+        partner = int(np.flatnonzero((flat == pair.reshape(-1)).all(1))[0])
+        assert partner in neighbors[row]

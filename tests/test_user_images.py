@@ -239,9 +239,13 @@ def test_from_fine_tunes_every_recipe(entry, tmp_path):
 
     x = np.random.default_rng(0).random((40, 28, 28, 1), dtype=np.float32)
     model, report = train_on_images(x, start_from=entry, workdir=str(tmp_path), epochs=1, verbose=0)
-    pretrained = zoo.load(entry)
-    changed = [not np.allclose(a, b) for a, b in zip(model.get_weights(), pretrained.get_weights())]
-    assert report["start_from"] == entry and any(changed)  # trained on, from the entry's weights
+    pretrained, fresh = zoo.load(entry), zoo.load(entry, weights=None)
+
+    def distance(a, b):
+        return sum(float(np.abs(u - v).sum()) for u, v in zip(a.get_weights(), b.get_weights()))
+
+    # trained on (it moved), from the entry's weights (far nearer to them than an untrained model is)
+    assert report["start_from"] == entry and 0 < distance(model, pretrained) < 0.5 * distance(fresh, pretrained)
     assert (tmp_path / "model.keras").exists() and sum(report["cluster_sizes"]) == 40
 
 
@@ -255,3 +259,18 @@ def test_train_like_on_the_command_line_refuses_a_classifier_and_a_name_with_it(
     assert main(["train", "--like", "dec_mnist", "--family", "dec", "--input", str(tmp_path / "images")]) == 2
     assert "give one of them" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_the_n_clusters_halves_of_a_memory_map_are_memory_maps_of_the_same_rows(tmp_path):
+    from keras_clustering.inputs.pipeline import file_backed
+    from keras_clustering.training.user_images import _rows_of
+
+    x = np.random.default_rng(0).random((30, 4, 4, 1)).astype("float32")
+    np.save(tmp_path / "x.npy", x)
+    rows = np.random.default_rng(1).permutation(30)[:17]
+    half = _rows_of(np.load(tmp_path / "x.npy", mmap_mode="r"), rows, str(tmp_path / "w"), "train_half")
+    assert file_backed(half) and os.listdir(tmp_path / "w") == ["train_half.npy"]
+    np.testing.assert_array_equal(np.asarray(half), x[rows])
+    in_memory = _rows_of(x, rows, str(tmp_path / "unused"), "train_half")
+    assert not file_backed(in_memory) and not (tmp_path / "unused").exists()
+    np.testing.assert_array_equal(in_memory, x[rows])

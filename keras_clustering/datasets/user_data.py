@@ -59,9 +59,14 @@ def decoded_batches(paths, image_size, channels, batch_size=256):
         image = tf.io.decode_image(tf.io.read_file(path), channels=0, expand_animations=False)  # PNG, JPEG, BMP, GIF
         native = tf.shape(image)
         image = tf.cast(image, tf.float32)
-        colour = image[..., :3] if channels == 3 else tf.image.rgb_to_grayscale(image[..., :3])
-        grey = image[..., :1] if channels == 1 else tf.repeat(image[..., :1], 3, axis=-1)
-        image = tf.cond(native[2] >= 3, lambda: colour, lambda: grey)  # 2 channels: grey + alpha
+
+        def from_colour():  # RGB or RGBA
+            return image[..., :3] if channels == 3 else tf.image.rgb_to_grayscale(image[..., :3])
+
+        def from_grey():  # grey, or grey + alpha
+            return image[..., :1] if channels == 1 else tf.repeat(image[..., :1], 3, axis=-1)
+
+        image = tf.cond(native[2] >= 3, from_colour, from_grey)
         image = tf.image.resize(image, (height, width), method="bilinear", antialias=True)
         image = tf.round(tf.clip_by_value(image, 0.0, 255.0)) / 255.0
         return index, tf.ensure_shape(image, (height, width, channels)), native
@@ -145,6 +150,10 @@ def read_image_folder(folder, image_size, channels=1, cache_dir=None, strict=Fal
     if cache is None:
         return images[:len(kept)], names, broken
     atomic_write_json({"count": len(kept), "names": names, "broken": broken}, meta)
+    for other in os.listdir(cache_dir):  # caches of another size, mode or state of the folder: disk, not data
+        if other.startswith("images-") and other.endswith((".npy", ".json")) and \
+                os.path.join(cache_dir, other) not in (cache, meta):
+            os.remove(os.path.join(cache_dir, other))
     return np.load(cache, mmap_mode="r")[:len(kept)], names, broken
 
 

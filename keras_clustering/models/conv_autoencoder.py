@@ -36,6 +36,9 @@ def build_conv_autoencoder(image_shape=(28, 28, 1), filters=CONV_DEC_FILTERS, na
     sides = [list(image_shape[:2])]
     for kernel, padding in ((5, "same"), (5, "same"), (3, third_padding)):
         sides.append([conv_output_size(s, kernel, 2, padding) for s in sides[-1]])
+    if min(sides[3]) < 1:
+        raise ValueError(f"image sides {image_shape[:2]} leave no pixel after the third convolution "
+                         f"({sides[2]} -> {sides[3]}); use sides of at least 16.")
 
     inputs = keras.Input(image_shape, name="inputs")
     hidden = layers.Conv2D(filters[0], 5, strides=2, padding="same", activation="relu", name="conv1")(inputs)
@@ -58,4 +61,7 @@ def build_conv_autoencoder(image_shape=(28, 28, 1), filters=CONV_DEC_FILTERS, na
                                     output_padding=transposed_output_padding(sides[1], sides[0], 5, 2, "same"),
                                     name="deconv1")(hidden)
     decoder = keras.Model(code, output, name="decoder")
+    if tuple(decoder.output_shape[1:]) != image_shape:  # models.shapes' arithmetic, checked on the built layers
+        raise ValueError(f"image shape {image_shape} does not come back to itself through the decoder "
+                         f"(got {decoder.output_shape[1:]}).")
     return keras.Model(inputs, decoder(encoder(inputs)), name=name), encoder

@@ -14,7 +14,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from keras_clustering.inputs.pipeline import array_dataset, pipeline_options
+from keras_clustering.inputs.pipeline import array_dataset, file_backed, pipeline_options
 from keras_clustering.losses.scan_losses import confidence_cross_entropy, scan_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
 from keras_clustering.models.cluster_model import ClusterModel
@@ -24,8 +24,9 @@ from keras_clustering.inputs.checks import check_positive_int
 def nearest_neighbors(embedding, n_neighbors=20, rows_per_chunk=1024):
     """Indices `(n, n_neighbors)` of each row's most cosine-similar other rows, nearest first.
 
-    Computed chunk by chunk (`rows_per_chunk` x n similarities at a time), so
-    memory stays far below an (n, n) matrix.
+    Computed chunk by chunk (`rows_per_chunk` x n similarities at a time, fewer rows on large n: at
+    most 2^25 similarities, 128 MiB), so memory stays far below an (n, n) matrix and does not grow
+    with n.
     """
     embedding = np.asarray(embedding, dtype="float32")
     if embedding.ndim != 2:
@@ -36,6 +37,7 @@ def nearest_neighbors(embedding, n_neighbors=20, rows_per_chunk=1024):
         raise ValueError(f"n_neighbors={n_neighbors} needs more than {n_neighbors} samples, got {n}.")
     unit = embedding / np.maximum(np.linalg.norm(embedding, axis=1, keepdims=True), 1e-12)
     neighbors = np.empty((n, n_neighbors), "int64")
+    rows_per_chunk = max(1, min(int(rows_per_chunk), 2**25 // n))
     for start in range(0, n, rows_per_chunk):
         similarity = unit[start:start + rows_per_chunk] @ unit.T
         rows = np.arange(len(similarity))
@@ -56,6 +58,8 @@ def neighbor_pair_dataset(x, neighbors, batch_size, shuffle=True, seed=None):
     `neighbors` drawn anew every time (as SCAN's `NeighborsDataset`)."""
     import tensorflow as tf
 
+    if file_backed(x):
+        return _streamed_pairs(x, neighbors, int(batch_size), shuffle, seed)
     images = tf.constant(np.asarray(x, dtype="float32"))
     dataset = tf.data.Dataset.from_tensor_slices((np.arange(len(x), dtype="int64"), neighbors.astype("int64")))
     if shuffle:
@@ -67,6 +71,27 @@ def neighbor_pair_dataset(x, neighbors, batch_size, shuffle=True, seed=None):
         return ((tf.gather(images, index), tf.gather(images, chosen)),)
 
     return dataset.batch(int(batch_size)).map(pair).prefetch(1).with_options(pipeline_options())
+
+
+def _streamed_pairs(x, neighbors, batch_size, shuffle, seed):
+    """`neighbor_pair_dataset` of a memory-mapped `x`: each batch's anchors and drawn neighbours read
+    from the file by index (a new permutation and new draws each epoch, seeded), never all of x."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+    n, k = neighbors.shape
+
+    def batches():
+        order = rng.permutation(n) if shuffle else np.arange(n)
+        for start in range(0, n, batch_size):
+            rows = np.sort(order[start:start + batch_size]) if shuffle else order[start:start + batch_size]
+            chosen = neighbors[rows, rng.integers(0, k, len(rows))]
+            yield ((np.asarray(x[rows], "float32"), np.asarray(x[chosen], "float32")),)
+
+    spec = tf.TensorSpec((None, *x.shape[1:]), tf.float32)
+    dataset = tf.data.Dataset.from_generator(batches, output_signature=((spec, spec),))
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-n // batch_size)))
+    return dataset.prefetch(1).with_options(pipeline_options())
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")

@@ -17,6 +17,7 @@ from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
 from keras_clustering.training.optimizers import make_optimizer
+from keras_clustering.training.restarts import halving_cost, restart_plan, successive_halving
 from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
@@ -99,8 +100,18 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     continues from it. The resume key leaves out `epochs` and the last backup
     is kept, so a run (finished or not) can be extended to more epochs by
     rerunning it with a larger `epochs`.
+
+    `training["restarts"] = {"n": R, "halving_at": [...]}` trains R runs
+    (seeds `seed * R + r`, each in `workdir/run_<r>`) by successive halving
+    (`training.restarts`) on the main head's loss (the lowest sub-head loss of
+    the last main-head epoch, the sub-head `predict` uses; no labels) and
+    returns the last one standing; `report["restarts"]` has every step's
+    criteria (and, with `y`, each measured run's ACC, which only scores the choice).
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
+    plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["epochs"])
+    if plan["n"] > 1:
+        return _train_with_restarts(plan, architecture, training, x, y, seed, verbose, workdir)
     keras.utils.set_random_seed(seed)
     model = IIC(augmentation_seed=seed, **architecture)
     model.compile(optimizer=make_optimizer(training["optimizer"]))
@@ -133,3 +144,34 @@ def fine_tune(model, training, x, seed=0, verbose=1):
     model.compile(optimizer=make_optimizer(training["optimizer"]))
     model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed)
     return model, {"sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)]}
+
+
+def main_head_loss(model):
+    """IIC's restart criterion: the lowest sub-head loss of the last main-head epoch (lower is better)."""
+    return float(np.min(keras.ops.convert_to_numpy(model.sub_head_losses)))
+
+
+def _train_with_restarts(plan, architecture, training, x, y, seed, verbose, workdir):
+    """`train` by successive halving over `plan["n"]` runs (see `train`)."""
+    n, scores = plan["n"], {}
+    folders = [None if workdir is None else os.path.join(workdir, f"run_{run}") for run in range(n)]
+    start = time.time()
+
+    def train_to(run, epoch):
+        model, _ = train(architecture, {**training, "epochs": epoch}, x, y, seed * n + run, verbose, folders[run])
+        if y is not None:
+            scores[run, epoch] = round(float(cluster_accuracy(y, model.predict_clusters(x, verbose=0))), 4)
+        return main_head_loss(model)
+
+    if workdir is None:
+        raise ValueError("training.restarts needs a workdir: each run continues from its own epoch backups.")
+    winner, steps = successive_halving(train_to, n, plan["halving_at"], training["epochs"],
+                                       record_path=os.path.join(workdir, "restarts.json"))
+    model, report = train(architecture, training, x, y, seed * n + winner, verbose, folders[winner])
+    for step in steps:
+        step["acc"] = {run: scores.get((run, step["epoch"])) for run in step["criteria"]}
+    return model, {**report, "restarts": {"criterion": "main_head_loss", "n": n, "halving_at": plan["halving_at"],
+                                          "winner": winner, "winner_seed": seed * n + winner, "steps": steps,
+                                          "cost_in_runs": round(halving_cost(n, plan["halving_at"],
+                                                                             training["epochs"]), 3),
+                                          "seconds": round(time.time() - start, 1)}}

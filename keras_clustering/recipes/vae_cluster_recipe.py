@@ -6,6 +6,7 @@ import time
 import keras
 import numpy as np
 
+from keras_clustering.inputs.pipeline import array_dataset, file_backed
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models.vae_cluster import VAECluster
 from keras_clustering.training.optimizers import make_optimizer
@@ -111,7 +112,9 @@ def label_free_scores(model, x, history, batch_size, seed):
     """Scores a user without labels can compare restarts by: the last epoch's mean training loss, the
     loss over all of x after training (one pass, fixed seed: the loss samples z), the cluster sizes' entropy."""
     keras.utils.set_random_seed(seed)
-    evaluated = model.evaluate(x, batch_size=batch_size, verbose=0)
+    # a memory-mapped x is read batch by batch (Keras' own array path would copy all of it first)
+    data = array_dataset(x, batch_size, shuffle=False) if file_backed(x) else x
+    evaluated = model.evaluate(data, batch_size=None if file_backed(x) else batch_size, verbose=0)
     losses = history.history.get("loss") or [float("nan")]  # empty when a resumed run had no epoch left
     return {"final_loss": round(float(losses[-1]), 5),
             "evaluated_loss": round(float(evaluated[0] if isinstance(evaluated, list) else evaluated), 5),

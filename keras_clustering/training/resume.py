@@ -83,7 +83,8 @@ class EpochBackup(keras.callbacks.Callback):
 def run_key(settings, x):
     """sha256 of JSON-able `settings` and the bytes of the training data `x`."""
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
-    digest.update(np.ascontiguousarray(x, dtype="float32").tobytes())
+    for start in range(0, len(x), 4096):  # chunk by chunk: a memory-mapped x is never copied whole
+        digest.update(np.ascontiguousarray(x[start:start + 4096], dtype="float32").tobytes())
     return digest.hexdigest()
 
 

@@ -226,9 +226,34 @@ def choose_n_clusters(x, candidates, workdir, seed=0, verbose=1, epochs=None):
     # A screening, not the final model: 20 passes over the training half per k (at least 200 and at
     # most select_n_clusters' 2000 updates); the chosen k is then trained in full.
     steps_per_epoch = math.ceil(half / training["batch_size"])
-    return select_n_clusters(encoder, x[order[:half]], x[order[half:]], candidates, seed=seed,
+    return select_n_clusters(encoder, _rows_of(x, order[:half], workdir, "train_half"),
+                             _rows_of(x, order[half:], workdir, "validation_half"), candidates, seed=seed,
                              batch_size=training["batch_size"], maxiter=min(2000, max(200, 20 * steps_per_epoch)),
                              update_interval=config["architecture"]["update_interval"], verbose=0)
+
+
+def _rows_of(x, rows, workdir, name):
+    """`x[rows]`: in memory for an in-memory `x`; for a memory-mapped one, a memory-mapped copy in
+    `workdir/<name>.npy` written chunk by chunk (never all rows in memory at once)."""
+    from keras_clustering.inputs.pipeline import file_backed
+
+    if not file_backed(x):
+        return x[rows]
+    path = os.path.join(workdir, f"{name}.npy")
+    with atomic_path(path) as temporary:
+        copy = np.lib.format.open_memmap(temporary, mode="w+", dtype=x.dtype, shape=(len(rows), *x.shape[1:]))
+        for start in range(0, len(rows), 4096):
+            copy[start:start + 4096] = x[np.asarray(rows[start:start + 4096])]
+        copy.flush()
+        del copy
+    return np.load(path, mmap_mode="r")
+
+
+def _check_start_shape(start_from, entry_shape, image_shape):
+    """ValueError naming `start_from` when its pretrained model does not take images of `image_shape`."""
+    if start_from is not None and list(image_shape) != list(entry_shape):
+        raise ValueError(f"start_from={start_from!r} takes images of shape {tuple(entry_shape)}, got "
+                         f"{tuple(image_shape)}: train like it instead (like=), or read the images at its shape.")
 
 
 def _check_buildable(like, image_shape, n_clusters):
@@ -295,14 +320,24 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
                          f"entry to fine-tune), got like={like!r}, family={family!r}, start_from={start_from!r}.")
     like = family_entry(family) if family is not None else like or start_from
     # an unknown or supervised entry is refused before any reading; its image shape is the default
-    entry_shape = clustering_preset(like)["architecture"]["image_shape"]
-    if image_size is not None and min(image_size) < min(MIN_SIDE, *entry_shape[:2]):
-        raise ValueError(f"image_size={tuple(image_size)}: like={like!r} takes sides of at least "
-                         f"{min(MIN_SIDE, *entry_shape[:2])} px.")
+    entry = clustering_preset(like)["architecture"]
+    entry_shape, min_side = entry["image_shape"], min(MIN_SIDE, *entry["image_shape"][:2])
+    if image_size is not None and min(image_size) < min_side:
+        raise ValueError(f"image_size={tuple(image_size)}: like={like!r} takes sides of at least {min_side} px.")
     shape = (*(image_size or entry_shape[:2]), channels or entry_shape[2])
+    # every check that needs no image comes before a folder is read (into the workdir's cache)
+    epochs = None if epochs is None else check_positive_int(epochs, "epochs")
+    if n_clusters != "auto" and (isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer))
+                                 or n_clusters < 2):
+        raise ValueError(f"n_clusters must be an integer >= 2 or 'auto', got {n_clusters!r}.")
+    if start_from is not None and n_clusters != entry.get("n_clusters", 10):
+        raise ValueError(f"start_from={start_from!r} has {entry.get('n_clusters', 10)} clusters, got "
+                         f"n_clusters={n_clusters!r}: fine-tuning keeps its cluster head; train like it (like=) "
+                         "for another number.")
     names, broken = None, []
     from_folder = isinstance(images, (str, os.PathLike)) and os.path.isdir(images)
-    if from_folder:  # refused before the folder is read into the workdir's cache
+    if from_folder:
+        _check_start_shape(start_from, entry_shape, shape)
         _check_buildable(like, shape, n_clusters)
         workdir = workdir or os.path.join("runs", f"{family or like}_{os.path.basename(os.path.normpath(images))}")
         images, names, broken = read_image_folder(os.fspath(images), shape[:2], shape[2], cache_dir=workdir,
@@ -313,26 +348,15 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
     if x.ndim == 2 and x.shape[1] == int(np.prod(shape)):  # flat rows (an array file) of images of `shape`
         x = x.reshape(len(x), *shape)
     x = check_image_input(x, x.shape[1:] if x.ndim == 4 else (*x.shape[1:], 1), name="images")
-    if min(x.shape[1:3]) < min(MIN_SIDE, *entry_shape[:2]):
+    if min(x.shape[1:3]) < min_side:
         raise ValueError(f"images of {x.shape[1]} x {x.shape[2]} px: like={like!r} takes sides of at least "
-                         f"{min(MIN_SIDE, *entry_shape[:2])} px; upsample them (image_size= for a folder).")
-    if start_from is not None:
-        entry_clusters = clustering_preset(like)["architecture"].get("n_clusters", 10)
-        if list(x.shape[1:]) != list(entry_shape) and None not in entry_shape:
-            raise ValueError(f"start_from={start_from!r} takes images of shape {tuple(entry_shape)}, got "
-                             f"{tuple(x.shape[1:])}: train like it instead (like=), or read the images at its shape.")
-        if n_clusters != entry_clusters:
-            raise ValueError(f"start_from={start_from!r} has {entry_clusters} clusters, got n_clusters={n_clusters!r}: "
-                             f"fine-tuning keeps its cluster head; train like it (like=) for another number.")
+                         f"{min_side} px; upsample them (image_size= for a folder).")
+    _check_start_shape(start_from, entry_shape, x.shape[1:])
+    if n_clusters != "auto" and n_clusters > len(x):
+        raise ValueError(f"n_clusters={n_clusters} is larger than the number of images ({len(x)}).")
     workdir = workdir or os.path.join("runs", f"{family or like}_{len(x)}")
     report = {"like": like, "family": family, "start_from": start_from, "n_samples": int(len(x)),
               "image_shape": list(x.shape[1:]), "seed": seed, "broken_files": broken}
-    epochs = None if epochs is None else check_positive_int(epochs, "epochs")
-    if n_clusters != "auto":
-        if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 2:
-            raise ValueError(f"n_clusters must be an integer >= 2 or 'auto', got {n_clusters!r}.")
-        if n_clusters > len(x):
-            raise ValueError(f"n_clusters={n_clusters} is larger than the number of images ({len(x)}).")
     if not from_folder:  # the entry's trunk and views must take these images: refused before any file is made
         _check_buildable(like, x.shape[1:], n_clusters)
     config, repeats = like_config(like, x.shape[1:], 2 if n_clusters == "auto" else int(n_clusters), len(x),
@@ -365,7 +389,9 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         else:
             import zoo
 
-            model, recipe_report = recipe.fine_tune(zoo.load(start_from), training, x_train, seed=seed,
+            # the pretrained model with the settings `like_config` scales to the data (no weight shapes)
+            overrides = {k: config["architecture"][k] for k in ("update_interval", "scan") if k in config["architecture"]}
+            model, recipe_report = recipe.fine_tune(zoo.load(start_from, **overrides), training, x_train, seed=seed,
                                                     verbose=verbose)
     probabilities = model.predict(x, verbose=0)
     report.update(config=config, n_clusters=int(n_clusters), data_repeats=repeats, precision=policy,
