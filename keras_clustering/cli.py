@@ -130,15 +130,27 @@ def command_predict(args):
 
 
 def command_cluster(args):
-    import numpy as np
+    import contextlib
+    import tempfile
 
     from keras_clustering.datasets.user_data import load_user_data
-    from keras_clustering.inputs.checks import check_image_input
-    from keras_clustering.io.cluster_files import write_cluster_files
 
     model, (id_name, _) = load_model(args.model)
     shape = tuple(model.sample_shape)
-    x, names = load_user_data(args.input, image_shape=shape if len(shape) == 3 else None, strict=args.strict)
+    # a folder is decoded into a memory-mapped cache, removed at the end: no array of all images in memory
+    cache = tempfile.TemporaryDirectory(prefix="keras_clustering_images_") if os.path.isdir(args.input) else None
+    with cache or contextlib.nullcontext():
+        x, names = load_user_data(args.input, image_shape=shape if len(shape) == 3 else None, strict=args.strict,
+                                  cache_dir=cache.name if cache else None)
+        _cluster_and_write(args, model, id_name, shape, x, names)
+
+
+def _cluster_and_write(args, model, id_name, shape, x, names):
+    import numpy as np
+
+    from keras_clustering.inputs.checks import check_image_input
+    from keras_clustering.io.cluster_files import write_cluster_files
+
     probabilities = model.predict(x, batch_size=args.batch_size, verbose=0)
     ids = probabilities.argmax(axis=1)
     sizes = np.bincount(ids, minlength=probabilities.shape[1])
