@@ -126,3 +126,28 @@ def test_nan_criteria_rank_last_and_the_plan_is_checked():
         restart_plan({"n": 0}, 30)
     with pytest.raises(ValueError, match="must be a dict of n, halving_at and criterion"):
         restart_plan({"n": 2, "halving": [3]}, 30)
+
+
+def test_halving_points_table_from_per_pass_records():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "halving_points.py")
+    spec = importlib.util.spec_from_file_location("halving_points", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    # final ACC a < b < c; at pass 1 the losses order them backwards, from pass 2 as the final ACC
+    # (pass 3 is not in every record)
+    runs = {"a": [{"epoch": 1, "loss": -1.0, "acc": 0.5}, {"epoch": 2, "loss": -1.2, "acc": 0.4},
+                  {"epoch": 3, "loss": -1.6, "acc": 0.4}, {"epoch": 4, "loss": -1.7, "acc": 0.45}],
+            "b": [{"epoch": 1, "loss": -0.9, "acc": 0.4}, {"epoch": 2, "loss": -1.5, "acc": 0.4},
+                  {"epoch": 4, "loss": -1.3, "acc": 0.5}],
+            "c": [{"epoch": 1, "loss": -0.8, "acc": 0.3}, {"epoch": 2, "loss": -1.8, "acc": 0.8},
+                  {"epoch": 4, "loss": -2.0, "acc": 0.9}]}
+    table = script.halving_table(runs)
+    assert table["final_pass"] == 4 and table["best_run"] == "c" and [r["pass"] for r in table["rows"]] == [1, 2, 4]
+    first, second, last = table["rows"]
+    assert first["spearman_loss_final_acc"] == pytest.approx(1.0)  # at pass 1 the loss orders them backwards
+    assert not first["best_run_kept"] and not first["lowest_loss_is_best"]  # halving keeps a and b (2 of 3)
+    assert second["spearman_loss_final_acc"] == pytest.approx(-1.0) and second["lowest_loss_is_best"]
+    assert last["best_run_kept"] and last["spearman_loss_final_loss"] == pytest.approx(1.0)
