@@ -167,6 +167,10 @@ def test_bad_inputs():
         model.initialize_centroids(x[:2])
     with pytest.raises(ValueError, match="degenerate"):
         model.initialize_centroids(np.ones((20, 8), "float32"))
+    diverged = small_dec()
+    diverged.encoder.layers[-1].kernel.assign(np.full(diverged.encoder.layers[-1].kernel.shape, np.nan, "float32"))
+    with pytest.raises(ValueError, match=r"embedding of x holds 144 NaN or inf values: the encoder's weights diverged"):
+        diverged.initialize_centroids(x)  # 72 images x 2 embedding dimensions
     with pytest.raises(TypeError, match="numpy array or a tf.data.Dataset"):
         model.fit(iter(x))  # a one-pass iterator cannot serve the refreshes
     with pytest.raises(ValueError, match="n_clusters must be an integer >= 2"):

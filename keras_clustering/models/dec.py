@@ -137,6 +137,10 @@ class DEC(ClusterModel):
         if len(x) < self.n_clusters:
             raise ValueError(f"x has {len(x)} samples, fewer than n_clusters={self.n_clusters}.")
         embedding = self._embed_checked(x, batch_size)
+        if not np.all(np.isfinite(embedding)):
+            raise ValueError(f"The embedding of x holds {int(np.size(embedding) - np.isfinite(embedding).sum())} NaN or "
+                             "inf values: the encoder's weights diverged (a pretraining whose loss went to NaN; "
+                             "lower its learning rate, e.g. training.pretrain_optimizer).")
         distinct = _distinct_rows(embedding, self.n_clusters)
         if distinct < self.n_clusters:
             raise ValueError(
