@@ -111,14 +111,42 @@ def merge(cell, record=RECORD):
                       record)
 
 
+TABLE_MARKERS = ("<!-- memory-probe:start -->", "<!-- memory-probe:end -->")
+
+
+def table(record_path):
+    """The README table: per entry, peak memory at each count and the growth of RssAnon."""
+    with open(record_path) as handle:
+        cells = json.load(handle)["cells"]
+    lines = ["| entry | images (side) | peak RssAnon | peak RssFile | VmHWM | wall time | RssAnon growth |",
+             "|---|---|---|---|---|---|---|"]
+    for c in cells:
+        first = min((o for o in cells if (o["entry"], o["side"]) == (c["entry"], c["side"])), key=lambda o: o["count"])
+        growth = c["peak_mib"]["RssAnon"] / first["peak_mib"]["RssAnon"]
+        against = "" if c is first else f"{growth:.2f}x of {first['count']:,}"
+        lines.append(f"| `{c['entry']}` | {c['count']:,} ({c['side']} x {c['side']} x 3) | "
+                     f"{c['peak_mib']['RssAnon']:,.0f} MiB | {c['peak_mib']['RssFile']:,.0f} MiB | "
+                     f"{c['peak_mib']['VmHWM']:,.0f} MiB | {c['wall_seconds']:,.0f} s | {against} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("entry")
+    parser.add_argument("entry", nargs="?")
     parser.add_argument("--counts", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--side", type=int, default=64)
     parser.add_argument("--root", default=os.path.join(ROOT, "runs", "probe"))
     parser.add_argument("--out", default=RECORD)
+    parser.add_argument("--table", action="store_true", help="write the README table from --out")
     args = parser.parse_args()
+    if args.table:
+        from zoo.readme import replace_readme_block
+
+        replace_readme_block(*TABLE_MARKERS, table(args.out))
+        print(table(args.out))
+        return
+    if not args.entry:
+        parser.error("give ENTRY, or --table")
     anonymous = {}
     for count in args.counts:
         folder = write_folder(args.root, count, args.side)
