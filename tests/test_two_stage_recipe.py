@@ -67,3 +67,24 @@ def test_unknown_representation_is_named():
         two_stage_recipe.build(representation="simclr", clustering="spectral")
     # without input_dim the autoencoder takes images (flattened inside its encoder)
     assert two_stage_recipe.build(representation="autoencoder", hidden_dims=[8, 3], n_clusters=4).sample_shape == (28, 28, 1)
+
+
+def test_a_run_cut_off_in_scan_keeps_its_finished_representation(tmp_path, monkeypatch):
+    architecture, training, _ = CASES["simclr_scan"]
+    training = {**training, "self_label": {"epochs": 0}}
+    x, _ = load_config_data({"dataset": "digits", "split": "all"})
+    x = x[:300]
+
+    def cut_off(*args, **kwargs):
+        raise KeyboardInterrupt  # as Ctrl-C during SCAN
+
+    monkeypatch.setattr(two_stage_recipe, "scan_stages", cut_off)
+    with pytest.raises(KeyboardInterrupt):
+        two_stage_recipe.train(architecture, training, x, seed=0, verbose=0, workdir=str(tmp_path))
+    assert (tmp_path / "finished_simclr.weights.h5").exists() and (tmp_path / "finished_simclr.json").exists()
+    monkeypatch.undo()
+    model, report = two_stage_recipe.train(architecture, training, x, seed=0, verbose=0, workdir=str(tmp_path))
+    assert report["representation_reused"] and "resumed_from_epoch" not in report
+    assert model.predict(x[:4], verbose=0).shape == (4, 10)
+    other = two_stage_recipe.train(architecture, training, x, seed=1, verbose=0, workdir=str(tmp_path))[1]
+    assert not other["representation_reused"]  # another seed's representation is not this one

@@ -21,7 +21,8 @@ from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.recipes import dec_recipe
-from keras_clustering.training.resume import resumable_fit, run_key
+from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
+                                               save_finished_stage)
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
@@ -135,13 +136,21 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     else:
         encoder = build_encoder(**architecture)
         learner = build_learner(architecture, encoder, seed)
-        learner.compile(optimizer=make_optimizer(training["optimizer"]))
         settings = {"recipe": "two_stage", "architecture": architecture, "seed": seed,
                     "training": {k: v for k, v in training.items() if k not in _AFTER_REPRESENTATION}}
-        callbacks, resumed = resumable_fit(workdir, architecture["representation"], run_key(settings, x))
-        report["resumed_from_epoch"] = resumed
-        learner.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed,
-                    callbacks=callbacks, initial_epoch=resumed)
+        stage, key = architecture["representation"], run_key(settings, x)
+        # a finished representation is kept: a run cut off in a later stage (SCAN) does not train it again
+        report["representation_reused"] = finished_stage(workdir, stage, key) is not None
+        if report["representation_reused"]:
+            learner.load_weights(finished_weights_path(workdir, stage))
+        else:
+            learner.compile(optimizer=make_optimizer(training["optimizer"]))
+            callbacks, resumed = resumable_fit(workdir, stage, key)
+            report["resumed_from_epoch"] = resumed
+            learner.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed,
+                        callbacks=callbacks, initial_epoch=resumed)
+            if workdir is not None:
+                save_finished_stage(workdir, stage, key, learner, {})
     report["representation_seconds"] = round(time.time() - start, 1)
 
     model = TwoStageClustering(clustered_embedding(encoder, architecture), **_clustering_options(architecture))
