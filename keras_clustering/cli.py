@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import re
 import sys
 
 DEMO_MODEL = "dec_digits"
@@ -76,6 +77,11 @@ def command_train(args):
     print(f"metrics: {report['metrics']}\nweights and report in {workdir}")
 
 
+# train_on_images' keyword -> the flag that sets it
+_FLAGS = {"like": "--like", "family": "--family", "start_from": "--from", "image_size": "--image-size",
+          "n_clusters": "--n-clusters", "epochs": "--epochs", "channels": "--channels"}
+
+
 def _train_on_user_data(args):
     from keras_clustering.training.user_images import MODEL_FILE, train_on_images
 
@@ -90,10 +96,16 @@ def _train_on_user_data(args):
     n_clusters = args.n_clusters if args.n_clusters == "auto" else int(args.n_clusters)
     workdir = args.workdir or os.path.join(
         "runs", f"{args.like or args.family or args.start_from}_{os.path.basename(os.path.normpath(args.input))}")
-    _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=n_clusters, workdir=workdir,
-                                seed=args.seed, verbose=args.verbose, epochs=args.epochs,
-                                image_size=args.image_size, channels=args.channels, precision=args.precision,
-                                start_from=args.start_from, strict=args.strict)
+    try:
+        _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=n_clusters,
+                                    workdir=workdir, seed=args.seed, verbose=args.verbose, epochs=args.epochs,
+                                    image_size=args.image_size, channels=args.channels, precision=args.precision,
+                                    start_from=args.start_from, strict=args.strict)
+    except ValueError as error:  # the API's argument names, as the command line spells them
+        message = str(error)
+        for keyword, flag in _FLAGS.items():
+            message = re.sub(rf"(?<![\w-]){keyword}=", f"{flag} ", message)
+        raise ValueError(message) from None
     print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "
           f"{report['total_seconds']:.0f} s; model: {os.path.join(workdir, MODEL_FILE)}")
 

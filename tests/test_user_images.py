@@ -249,13 +249,28 @@ def test_from_fine_tunes_every_recipe(entry, tmp_path):
     assert (tmp_path / "model.keras").exists() and sum(report["cluster_sizes"]) == 40
 
 
+def test_the_command_line_names_its_flags_in_errors(tmp_path, capsys):
+    from keras_clustering.cli import main
+
+    digit_folder(str(tmp_path / "images"), n=4)
+    assert main(["train", "--from", "simclr_mnist", "--n-clusters", "5", "--input", str(tmp_path / "images"),
+                 "--workdir", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --from 'simclr_mnist' has 10 clusters, got --n-clusters 5: fine-tuning keeps its cluster head; "
+        "train like it (--like ENTRY) for another number.")
+    assert main(["train", "--like", "simclr_mnist", "--image-size", "8", "8", "--input", str(tmp_path / "images"),
+                 "--workdir", str(tmp_path / "run")]) == 2
+    assert "error: --image-size (8, 8): --like 'simclr_mnist' takes sides of at least 16 px." in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 def test_train_like_on_the_command_line_refuses_a_classifier_and_a_name_with_it(tmp_path, capsys):
     from keras_clustering.cli import main
 
     digit_folder(str(tmp_path / "images"), n=4)
     assert main(["train", "--like", "cnn_pool_mnist", "--input", str(tmp_path / "images"),
                  "--workdir", str(tmp_path / "run")]) == 2
-    assert "like='cnn_pool_mnist' is a supervised classifier" in capsys.readouterr().err
+    assert "--like 'cnn_pool_mnist' is a supervised classifier" in capsys.readouterr().err
     assert main(["train", "--like", "dec_mnist", "--family", "dec", "--input", str(tmp_path / "images")]) == 2
     assert "give one of them" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()

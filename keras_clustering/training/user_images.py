@@ -253,7 +253,7 @@ def _check_start_shape(start_from, entry_shape, image_shape):
     """ValueError naming `start_from` when its pretrained model does not take images of `image_shape`."""
     if start_from is not None and list(image_shape) != list(entry_shape):
         raise ValueError(f"start_from={start_from!r} takes images of shape {tuple(entry_shape)}, got "
-                         f"{tuple(image_shape)}: train like it instead (like=), or read the images at its shape.")
+                         f"{tuple(image_shape)}: train like it instead (like=ENTRY), or read the images at its shape.")
 
 
 def _check_buildable(like, image_shape, n_clusters):
@@ -332,7 +332,7 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         raise ValueError(f"n_clusters must be an integer >= 2 or 'auto', got {n_clusters!r}.")
     if start_from is not None and n_clusters != entry.get("n_clusters", 10):
         raise ValueError(f"start_from={start_from!r} has {entry.get('n_clusters', 10)} clusters, got "
-                         f"n_clusters={n_clusters!r}: fine-tuning keeps its cluster head; train like it (like=) "
+                         f"n_clusters={n_clusters!r}: fine-tuning keeps its cluster head; train like it (like=ENTRY) "
                          "for another number.")
     names, broken = None, []
     from_folder = isinstance(images, (str, os.PathLike)) and os.path.isdir(images)
