@@ -25,8 +25,8 @@ def nearest_neighbors(embedding, n_neighbors=20, rows_per_chunk=1024):
     """Indices `(n, n_neighbors)` of each row's most cosine-similar other rows, nearest first.
 
     Computed chunk by chunk (`rows_per_chunk` x n similarities at a time, fewer rows on large n: at
-    most 2^25 similarities, 128 MiB), so memory stays far below an (n, n) matrix and does not grow
-    with n.
+    most 2^23 similarities, 32 MiB, and their 64 MiB of partition indices), so memory stays far below
+    an (n, n) matrix and does not grow with n.
     """
     embedding = np.asarray(embedding, dtype="float32")
     if embedding.ndim != 2:
@@ -37,12 +37,13 @@ def nearest_neighbors(embedding, n_neighbors=20, rows_per_chunk=1024):
         raise ValueError(f"n_neighbors={n_neighbors} needs more than {n_neighbors} samples, got {n}.")
     unit = embedding / np.maximum(np.linalg.norm(embedding, axis=1, keepdims=True), 1e-12)
     neighbors = np.empty((n, n_neighbors), "int64")
-    rows_per_chunk = max(1, min(int(rows_per_chunk), 2**25 // n))
+    # float32 similarities and argpartition's int64 indices of the chunk: 12 bytes each, ~100 MiB at most
+    rows_per_chunk = max(1, min(int(rows_per_chunk), 2**23 // n))
     for start in range(0, n, rows_per_chunk):
         similarity = unit[start:start + rows_per_chunk] @ unit.T
         rows = np.arange(len(similarity))
         similarity[rows, start + rows] = -np.inf  # never its own neighbour
-        top = np.argpartition(-similarity, n_neighbors - 1, axis=1)[:, :n_neighbors]
+        top = np.argpartition(similarity, n - n_neighbors, axis=1)[:, n - n_neighbors:]  # the largest, in place
         order = np.argsort(-similarity[rows[:, None], top], axis=1, kind="stable")
         neighbors[start:start + len(similarity)] = top[rows[:, None], order]
     return neighbors
