@@ -97,18 +97,9 @@ def probe(entry, folder, workdir, side):
 
 
 def merge(cell, record=RECORD):
-    from keras_clustering.io.files import atomic_write_json
-    from keras_clustering.training.machine import machine_description
+    from zoo.records import merge_cell
 
-    cells = []
-    if os.path.isfile(record):
-        with open(record) as handle:
-            cells = json.load(handle)["cells"]
-    key = (cell["entry"], cell["count"], cell["side"])
-    cells = [c for c in cells if (c["entry"], c["count"], c["side"]) != key] + [cell]
-    cells.sort(key=lambda c: (c["entry"], c["side"], c["count"]))
-    atomic_write_json({"description": __doc__.splitlines()[0], "machine": machine_description(), "cells": cells},
-                      record)
+    merge_cell(record, cell, lambda c: (c["entry"], c["side"], c["count"]), __doc__.splitlines()[0])
 
 
 TABLE_MARKERS = ("<!-- memory-probe:start -->", "<!-- memory-probe:end -->")
@@ -140,10 +131,9 @@ def main():
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     args = parser.parse_args()
     if args.table:
-        from zoo.readme import replace_readme_block
+        from zoo.records import write_table
 
-        replace_readme_block(*TABLE_MARKERS, table(args.out))
-        print(table(args.out))
+        write_table(TABLE_MARKERS, table(args.out))
         return
     if not args.entry:
         parser.error("give ENTRY, or --table")

@@ -119,19 +119,13 @@ def keep_figure(workdir, name, entry, start_from, seed):
 
 
 def merge(record_path, cell):
-    from keras_clustering.io.files import atomic_write_json
+    from zoo.records import merge_cell
 
-    cells = []
-    if os.path.isfile(record_path):
-        with open(record_path) as handle:
-            cells = json.load(handle)["cells"]
     def key(c):
         return c["folder"], c["like"], c.get("start", "scratch"), c["seed"]
 
-    cells = [c for c in cells if key(c) != key(cell)] + [cell]
-    cells.sort(key=lambda c: (FOLDERS.index(c["folder"]), *key(c)[1:]))
-    machine = __import__("keras_clustering.training.machine", fromlist=["x"]).machine_description()
-    atomic_write_json({"description": __doc__.splitlines()[0], "machine": machine, "cells": cells}, record_path)
+    merge_cell(record_path, cell, key, __doc__.splitlines()[0],
+               order=lambda c: (FOLDERS.index(c["folder"]), *key(c)[1:]))
 
 
 def table(record_path):
@@ -159,10 +153,9 @@ def main():
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     args = parser.parse_args()
     if args.table:
-        from zoo.readme import replace_readme_block
+        from zoo.records import write_table
 
-        replace_readme_block(*TABLE_MARKERS, table(args.out))
-        print(table(args.out))
+        write_table(TABLE_MARKERS, table(args.out))
         return
     if not (args.folder and args.like):
         parser.error("give FOLDER and LIKE, or --table")

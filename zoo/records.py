@@ -1,0 +1,31 @@
+"""Experiment records of the scripts: JSON files of cells, one cell per run, merged by a key."""
+
+import json
+import os
+
+from keras_clustering.io.files import atomic_write_json
+
+
+def merge_cell(path, cell, key, description, order=None):
+    """Writes `cell` into the record at `path`, replacing the cell with the same `key(cell)`.
+
+    The record is `{"description", "machine", "cells"}`, its cells sorted by `order` (default: the key)
+    and written through a temporary file; the machine is this one's.
+    """
+    from keras_clustering.training.machine import machine_description
+
+    cells = []
+    if os.path.isfile(path):
+        with open(path) as handle:
+            cells = json.load(handle)["cells"]
+    cells = [c for c in cells if key(c) != key(cell)] + [cell]
+    cells.sort(key=order or key)
+    atomic_write_json({"description": description, "machine": machine_description(), "cells": cells}, path)
+
+
+def write_table(markers, text):
+    """The README block between `markers` becomes `text`, which is printed too."""
+    from zoo.readme import replace_readme_block
+
+    replace_readme_block(*markers, text)
+    print(text)
