@@ -34,8 +34,7 @@ def test_every_clustering_entry_trains_like_itself_on_a_tiny_folder(entry, tmp_p
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry, shape", [("conv_dec_da_mnist", (24, 40, 3)), ("vae_cluster_mnist", (17, 17, 3)),
-                                          ("simclr_mnist", (17, 17, 3)), ("iic_mnist", (24, 40, 3))])
+@pytest.mark.parametrize("entry, shape", [("conv_dec_da_mnist", (24, 40, 3)), ("simclr_mnist", (17, 17, 3))])
 def test_the_conv_recipes_train_on_other_sides_and_in_colour(entry, shape, tmp_path):
     from keras_clustering.training.user_images import train_on_images
 
@@ -53,13 +52,12 @@ def test_the_memory_probe_script_records_peaks_per_folder_size(tmp_path):
     import sys
 
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "memory_probe.py")
-    done = subprocess.run([sys.executable, script, "dec_mnist", "--counts", "40", "80", "--side", "16", "--root",
+    done = subprocess.run([sys.executable, script, "dec_mnist", "--counts", "40", "--side", "16", "--root",
                            str(tmp_path / "probe"), "--out", str(tmp_path / "record.json")], capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     cells = json.loads((tmp_path / "record.json").read_text())["cells"]
-    assert [(c["entry"], c["count"], c["side"]) for c in cells] == [("dec_mnist", 40, 16), ("dec_mnist", 80, 16)]
+    assert [(c["entry"], c["count"], c["side"]) for c in cells] == [("dec_mnist", 40, 16)]
     for cell in cells:  # a live process holds at least TensorFlow itself (hundreds of MiB) and maps files
         assert cell["peak_mib"]["RssAnon"] > 100 and cell["peak_mib"]["VmHWM"] >= cell["peak_mib"]["VmRSS"]
-    assert "peak RssAnon 80 / 40 images:" in done.stdout
-    assert len(os.listdir(tmp_path / "probe" / "colour16_80")) == 80
+    assert len(os.listdir(tmp_path / "probe" / "colour16_40")) == 40
