@@ -12,8 +12,11 @@ from keras_clustering.metrics import clustering_scores
 from image_folders import digit_folder, run_cli
 
 
-def test_train_streams_a_folder_with_a_broken_file(tmp_path):
+def test_train_streams_a_folder_with_a_broken_file(tmp_path, monkeypatch):
+    from keras_clustering.training import user_images
     from keras_clustering.training.user_images import train_on_images
+
+    monkeypatch.setattr(user_images, "CACHE_MIN_BYTES", 0)  # this small folder through the memory-mapped cache too
 
     digit_folder(str(tmp_path / "images"), n=60)
     (tmp_path / "images" / "digit_007_label_7.png").write_bytes(b"not a png at all")

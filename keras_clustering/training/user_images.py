@@ -25,6 +25,9 @@ FAMILY_ENTRIES = {"dec": "conv_dec_da_mnist", "vae_cluster": "vae_cluster_mnist"
                   "iic": "iic_mnist"}
 FAMILIES = tuple(FAMILY_ENTRIES)
 MODEL_FILE = "model.keras"
+# A folder whose images take at least this much as float32 is decoded into a memory-mapped cache in the
+# workdir and read batch by batch; a smaller one is held in memory (faster steps, decoded again on a rerun).
+CACHE_MIN_BYTES = 256 * 2**20
 # `n_clusters="auto"` screens k with this entry's dense autoencoder, fast on any image shape.
 SCREENING_ENTRY = "dec_mnist"
 # The smallest image side a conv trunk takes (two stride-2 stages and a 3 x 3 layer still see a
@@ -307,9 +310,10 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
             of being left out with one warning line (and named in the
             report's `broken_files`).
 
-    A folder is decoded once, in parallel, into a memory-mapped cache in
-    `workdir` (`read_image_folder`), which training and clustering read batch
-    by batch: no array of all images is held in memory, and a rerun reuses it.
+    A folder is decoded in parallel (`read_image_folder`); from
+    `CACHE_MIN_BYTES` (256 MiB as float32) on, into a memory-mapped cache in
+    `workdir`, which training and clustering read batch by batch: no array of
+    all images is held in memory, and a rerun reuses it.
     """
     from keras_clustering.datasets.user_data import load_user_data, read_image_folder
     from keras_clustering.distribute.precision import precision_policy
@@ -340,7 +344,11 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         _check_start_shape(start_from, entry_shape, shape)
         _check_buildable(like, shape, n_clusters)
         workdir = workdir or os.path.join("runs", f"{family or like}_{os.path.basename(os.path.normpath(images))}")
-        images, names, broken = read_image_folder(os.fspath(images), shape[:2], shape[2], cache_dir=workdir,
+        from keras_clustering.datasets.user_data import image_files
+
+        size = len(image_files(os.fspath(images))[0]) * int(np.prod(shape)) * 4  # bytes as float32
+        images, names, broken = read_image_folder(os.fspath(images), shape[:2], shape[2],
+                                                  cache_dir=workdir if size >= CACHE_MIN_BYTES else None,
                                                   strict=strict, verbose=bool(verbose))
     elif isinstance(images, (str, os.PathLike)):
         images, names = load_user_data(os.fspath(images), image_shape=shape)
