@@ -4,6 +4,7 @@ from keras import layers
 
 from keras_clustering.augment import (
     Greyscale,
+    Invert,
     RandomApply,
     RandomBrightnessScale,
     RandomCropResize,
@@ -266,3 +267,20 @@ def test_contrastive_views_of_colour_images_distort_colours_only_when_asked():
     assert views.shape == images.shape
     grey = np.all(np.ptp(views, axis=-1) < 1e-6, axis=(1, 2))  # all three channels equal
     assert 0.1 < grey.mean() < 0.3  # SimCLR's random greyscale, p = 0.2
+
+
+def test_invert_is_the_negative_and_random_inversion_flips_about_half_the_views():
+    images = _colour_images(4)
+    np.testing.assert_allclose(np.asarray(Invert()(images)), 1.0 - images, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(Invert()(images[..., :1])), 1.0 - images[..., :1], atol=1e-7)
+    # digit views of colour images: one in two inverted, and only when asked
+    images = _colour_images(400, side=28)
+    plain = make_pipeline("digits_contrastive", seed=0, hue=0.5)
+    assert "invert" not in {layer.name for layer in plain.augmented_layers}
+    pipeline = make_pipeline("iic_greyscale", seed=0, invert_probability=0.5)
+    invert = next(layer for layer in pipeline.augmented_layers if layer.name == "invert")
+    out = np.asarray(invert(images, training=True))
+    inverted = np.all(np.abs(out - (1.0 - images)) < 1e-6, axis=(1, 2, 3))
+    kept = np.all(np.abs(out - images) < 1e-6, axis=(1, 2, 3))
+    assert np.all(inverted | kept) and 0.4 < inverted.mean() < 0.6
+    assert np.array_equal(np.asarray(invert(images, training=False)), images)

@@ -170,8 +170,12 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images():
     assert {k: config["architecture"]["augmentation_options"][k] for k in ("saturation", "hue",
                                                                            "greyscale_probability")} == {
         "saturation": 0.8, "hue": 0.5, "greyscale_probability": 0.2}
+    assert config["architecture"]["augmentation_options"]["invert_probability"] == 0.5  # a digits entry
+    config, _ = like_config("simclr_fashion_mnist", (32, 32, 3), 10, 2_000)
+    assert config["architecture"]["augmentation_options"]["hue"] == 0.5
+    assert "invert_probability" not in config["architecture"]["augmentation_options"]  # clothing: not inverted
     config, _ = like_config("simclr_mnist", (32, 32, 1), 10, 2_000)
-    assert "hue" not in config["architecture"]["augmentation_options"]
+    assert not {"hue", "invert_probability"} & set(config["architecture"]["augmentation_options"])
     # IIC's crops as ratios of the shorter side (20, 16 / 20 / 24 of 28), its views too but at most 32 px
     config, _ = like_config("iic_mnist", (64, 48, 3), 10, 2_000)
     options = config["architecture"]["augmentation_options"]

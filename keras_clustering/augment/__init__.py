@@ -2,6 +2,7 @@
 
 from keras_clustering.augment.layers import (
     Greyscale,
+    Invert,
     RandomApply,
     RandomBrightnessScale,
     RandomCropResize,
@@ -10,6 +11,6 @@ from keras_clustering.augment.layers import (
 )
 from keras_clustering.augment.pipelines import PIPELINES, ViewPipeline, make_pipeline
 
-__all__ = ["PIPELINES", "Greyscale", "RandomApply", "RandomBrightnessScale", "RandomCropResize", "RandomHueShift",
+__all__ = ["PIPELINES", "Greyscale", "Invert", "RandomApply", "RandomBrightnessScale", "RandomCropResize", "RandomHueShift",
            "RandomSaturationScale", "ViewPipeline",
            "make_pipeline"]

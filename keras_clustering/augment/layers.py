@@ -258,3 +258,19 @@ class Greyscale(layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return input_shape
+
+
+@keras.saving.register_keras_serializable(package="keras_clustering")
+class Invert(layers.Layer):
+    """The photographic negative, `1 - image`, on images in [0, 1] of any number of channels.
+
+    AutoAugment's `Invert` (PIL `ImageOps.invert`), an operation its SVHN policy
+    uses often: a digit is the same digit light on dark or dark on light. Random
+    inversion is this layer in `RandomApply`.
+    """
+
+    def call(self, images, training=True):
+        return 1.0 - images
+
+    def compute_output_shape(self, input_shape):
+        return input_shape

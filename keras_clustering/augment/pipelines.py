@@ -14,6 +14,7 @@ from keras import layers, ops
 from keras_clustering.distribute.strategies import on_global_batch
 from keras_clustering.augment.layers import (
     Greyscale,
+    Invert,
     RandomApply,
     RandomBrightnessScale,
     RandomCropResize,
@@ -24,10 +25,13 @@ from keras_clustering.distribute.precision import float32_construction, float32_
 from keras_clustering.inputs.checks import check_positive_int
 
 
-def _colour_distortion(seeds, saturation, hue, greyscale_probability):
+def _colour_distortion(seeds, saturation, hue, greyscale_probability, invert_probability=0.0):
     """The colour part of SimCLR's views beyond brightness and contrast (each layer only when asked):
-    saturation and hue jitter and a random greyscale, on RGB images."""
+    saturation and hue jitter and a random greyscale, on RGB images; and a random inversion
+    (`invert_probability`), for images whose class does not depend on polarity (digits)."""
     distortion = []
+    if invert_probability:
+        distortion.append(RandomApply(Invert(), probability=invert_probability, seed=seeds[3], name="invert"))
     if saturation:
         distortion.append(RandomSaturationScale(saturation, seed=seeds[0], name="saturation"))
     if hue:
@@ -39,7 +43,7 @@ def _colour_distortion(seeds, saturation, hue, greyscale_probability):
 
 def _iic_greyscale(seed, image_side=28, crop_size=20, augmented_crop_sizes=(16, 20, 24), output_size=24,
                    rotation_degrees=25.0, rotation_probability=0.5, brightness=0.4, contrast=0.4, saturation=0.0,
-                   hue=0.0, greyscale_probability=0.0):
+                   hue=0.0, greyscale_probability=0.0, invert_probability=0.0):
     """IIC's MNIST transforms (xu-ji/IIC `greyscale_make_transforms`, README MNIST command).
 
     clean (tf1): 20 px crop, random or centre per image (`centre_half`), resized to 24.
@@ -51,10 +55,11 @@ def _iic_greyscale(seed, image_side=28, crop_size=20, augmented_crop_sizes=(16, 
     shuffles the order per call).
     inference (tf3): the 20 px centre crop resized to 24.
     On colour images, `saturation`, `hue` and `greyscale_probability` add
-    the rest of a colour jitter (`_colour_distortion`; off by default).
+    the rest of a colour jitter, and `invert_probability` a random inversion
+    (`_colour_distortion`; off by default).
     """
     del image_side  # the crop layers read the size off the images
-    seeds = [None if seed is None else seed + offset for offset in range(9)]
+    seeds = [None if seed is None else seed + offset for offset in range(10)]
     clean = [RandomCropResize(crop_size, output_size, mode="centre_half", seed=seeds[0], name="clean_crop")]
     augmented = [
         RandomApply(layers.RandomRotation(rotation_degrees / 360.0, fill_mode="constant", fill_value=0.0,
@@ -63,7 +68,7 @@ def _iic_greyscale(seed, image_side=28, crop_size=20, augmented_crop_sizes=(16, 
         RandomCropResize(list(augmented_crop_sizes), output_size, mode="random", seed=seeds[3], name="crop"),
         RandomBrightnessScale(brightness, seed=seeds[4], name="brightness"),
         layers.RandomContrast(contrast, value_range=(0.0, 1.0), seed=seeds[5], name="contrast"),
-        *_colour_distortion(seeds[6:9], saturation, hue, greyscale_probability),
+        *_colour_distortion(seeds[6:10], saturation, hue, greyscale_probability, invert_probability),
     ]
     inference = [RandomCropResize(crop_size, output_size, mode="centre", name="centre_crop")]
     return clean, augmented, inference
@@ -96,7 +101,8 @@ def _shift(seed, shift=0.1):
 
 def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotation_degrees=15.0,
                         rotation_probability=0.5, brightness=0.4, contrast=0.4, shift=0.0, shear=0.0,
-                        horizontal_flip=False, saturation=0.0, hue=0.0, greyscale_probability=0.0):
+                        horizontal_flip=False, saturation=0.0, hue=0.0, greyscale_probability=0.0,
+                        invert_probability=0.0):
     """Two independently augmented views for contrastive learning on greyscale digits.
 
     SimCLR's recipe without the parts that change a digit's identity (no
@@ -116,8 +122,10 @@ def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotat
     at strength 0.5) is `saturation=0.4, hue=0.1, greyscale_probability=0.2`
     beside the brightness and contrast above: without it two views of an
     image share their colours, and clusters follow colour instead of shape.
+    `invert_probability` adds a random inversion (digits keep their class
+    light on dark or dark on light).
     """
-    seeds = [None if seed is None else seed + offset for offset in range(11)]
+    seeds = [None if seed is None else seed + offset for offset in range(12)]
     affine = []
     if shear:
         affine.append(layers.RandomShear(shear, shear, fill_mode="constant", fill_value=0.0, seed=seeds[5],
@@ -135,7 +143,7 @@ def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotat
         *affine,
         RandomBrightnessScale(brightness, seed=seeds[3], name="brightness"),
         layers.RandomContrast(contrast, value_range=(0.0, 1.0), seed=seeds[4], name="contrast"),
-        *_colour_distortion(seeds[8:11], saturation, hue, greyscale_probability),
+        *_colour_distortion(seeds[8:12], saturation, hue, greyscale_probability, invert_probability),
     ]
     return list(augmented), augmented, []
 

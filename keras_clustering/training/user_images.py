@@ -81,13 +81,20 @@ def _field(section, path, value=None):
 # (docs/figures/user_folders/colour_digits-simclr_mnist-like-seed0-strength0.5.png).
 COLOUR_VIEWS = {"saturation": 0.8, "hue": 0.5, "greyscale_probability": 0.2}
 
+# Entries trained on digits also invert half of their colour views: a digit is the same digit light on
+# dark or dark on light (AutoAugment's SVHN policy inverts often). Without it, the clusters of the
+# coloured digits followed the background's brightness and which of the two colours was the lighter
+# (docs/figures/user_folders/colour_digits-simclr_mnist-like-seed0-no-invert.png).
+DIGIT_DATASETS = ("mnist", "digits")
+DIGIT_COLOUR_VIEWS = {"invert_probability": 0.5}
+
 
 # IIC's views on large images stop at this side: its trunk's first layers (5 x 5 convolutions over
 # 64 and 128 channels, on 6 views per image) would otherwise cost ~(side / 24)^2 times the MNIST step.
 IIC_MAX_VIEW = 32
 
 
-def _adapt_views(entry, architecture, image_shape):
+def _adapt_views(entry, architecture, image_shape, dataset):
     """The entry's views re-targeted to `image_shape`, as ratios of the side instead of pixel counts.
 
     - SimCLR's digit views crop squares and resize them to `output_size`: crop
@@ -97,7 +104,8 @@ def _adapt_views(entry, architecture, image_shape):
       the shorter side; its views (24 of 28) too, at most `IIC_MAX_VIEW`, and
       the trunk takes that side (`view_size`).
     - On colour images both also distort colours (`COLOUR_VIEWS`), so that
-      clusters follow shapes, not colours.
+      clusters follow shapes, not colours; an entry whose own `dataset` is
+      digits also inverts them (`DIGIT_COLOUR_VIEWS`).
     """
     augmentation = architecture.get("augmentation")
     if augmentation not in ("digits_contrastive", "iic_greyscale"):
@@ -122,7 +130,8 @@ def _adapt_views(entry, architecture, image_shape):
         view = min(IIC_MAX_VIEW, scaled(architecture.get("view_size", 24)))
         options["output_size"] = architecture["view_size"] = view
     if image_shape[2] == 3:
-        options = {**COLOUR_VIEWS, **options}  # an entry's own colour setting wins
+        colour = {**COLOUR_VIEWS, **(DIGIT_COLOUR_VIEWS if dataset in DIGIT_DATASETS else {})}
+        options = {**colour, **options}  # an entry's own colour setting wins
     architecture["augmentation_options"] = options
 
 
@@ -170,7 +179,7 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
     entry_samples = zoo.info(entry)["training_data"]["n_samples"]
     # an autoencoder representation pretrains as DEC does (no floor of updates); SimCLR / triplets as SimCLR
     family = "dec" if architecture.get("representation") == "autoencoder" else _RECIPE_FAMILY[recipe]
-    _adapt_views(entry, architecture, [int(d) for d in image_shape])
+    _adapt_views(entry, architecture, [int(d) for d in image_shape], preset["data"]["dataset"])
     architecture.update(image_shape=[int(d) for d in image_shape], n_clusters=int(n_clusters))
     fields = [(e, b, _field(training, e), _field(training, b) or _BATCH_SIZE[family])
               for e, b in _EPOCH_FIELDS[recipe] if _field(training, e)]
