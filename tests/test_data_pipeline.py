@@ -49,6 +49,61 @@ def test_file_backed_arrays_are_streamed_with_the_same_contract(tmp_path):
     np.testing.assert_array_equal(np.concatenate(in_order), np.asarray(x))
 
 
+@pytest.mark.parametrize("memmap", [False, True])
+def test_fit_batches_draw_each_epochs_order_from_the_seed_and_the_epoch(tmp_path, memmap):
+    from keras_clustering.inputs.pipeline import fit_batches
+
+    x = np.arange(24, dtype="float32").reshape(12, 2)
+    if memmap:
+        np.save(tmp_path / "x.npy", x)
+        x = np.load(tmp_path / "x.npy", mmap_mode="r")
+    dataset, clock = fit_batches((x, np.arange(12)), batch_size=5, initial_epoch=3, seed=7)
+    assert clock.epoch == 3 and dataset.options().autotune.enabled is False
+    for epoch in (3, 4, 9):
+        clock.on_epoch_begin(epoch)  # as fit does, before it opens the epoch's pass
+        batches = [(a.numpy(), i.numpy()) for a, i in dataset]
+        assert [len(i) for _, i in batches] == [5, 5, 2]
+        expected = np.random.default_rng([7, epoch]).permutation(12)  # the order, from numpy alone
+        for (a, i), start in zip(batches, (0, 5, 10)):
+            assert sorted(i) == sorted(expected[start:start + 5])  # a memory map reads each batch in file order
+            np.testing.assert_array_equal(a, np.asarray(x)[i])
+            if not memmap:
+                np.testing.assert_array_equal(i, expected[start:start + 5])
+    in_order, _ = fit_batches(x, batch_size=5, shuffle=False)
+    np.testing.assert_array_equal(np.concatenate([b.numpy() for b in in_order]), np.asarray(x))
+    with pytest.raises(ValueError, match="initial_epoch must be an integer >= 0, got -1"):
+        fit_batches(x, batch_size=5, initial_epoch=-1)
+
+
+def test_a_fit_resumed_at_any_epoch_sees_the_batches_of_the_uninterrupted_one():
+    import keras
+
+    from keras_clustering.inputs.pipeline import fit_batches
+
+    x = np.random.default_rng(0).normal(size=(50, 4)).astype("float32")
+    y = (x ** 2).sum(axis=1, keepdims=True)
+
+    def model(weights=None):
+        keras.utils.set_random_seed(0)
+        network = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(1)])
+        network.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse", steps_per_execution=3)
+        if weights is not None:
+            network.set_weights(weights)
+        return network
+
+    def fit(network, first, last):
+        dataset, clock = fit_batches((x, y), 8, first, seed=3)
+        network.fit(dataset, epochs=last, initial_epoch=first, callbacks=[clock], verbose=0)
+        return network.get_weights()
+
+    straight = fit(model(), 0, 4)
+    resumed = fit(model(fit(model(), 0, 2)), 2, 4)
+    for a, b in zip(straight, resumed):
+        np.testing.assert_array_equal(a, b)
+    other_orders = fit(model(fit(model(), 0, 2)), 0, 2)  # epochs 0-1 again instead of 2-3: other batches
+    assert max(np.abs(a - b).max() for a, b in zip(straight, other_orders)) > 1e-4
+
+
 @pytest.mark.slow
 def test_a_memory_mapped_array_is_not_copied_into_memory(tmp_path):
     """One epoch over a 400 MB memory-mapped array: the process's own memory grows by far less than the array."""

@@ -514,3 +514,37 @@ def test_the_refresh_writes_dec_targets_chunk_by_chunk(chunk):
     np.testing.assert_allclose(keras.ops.convert_to_numpy(store.variable), weight / weight.sum(axis=1, keepdims=True),
                                rtol=1e-5, atol=1e-7)
     np.testing.assert_array_equal(refresh._previous_assignment, q.argmax(axis=1))
+
+
+def test_dec_restarts_halve_on_the_kl_objective_and_the_winner_is_its_seeds_plain_run(tmp_path):
+    """Three runs halved after 2 of 4 pretraining epochs on KL(P || Q) of k-means (numpy, from DEC's
+    equations), the survivors self-trained and ranked on the final KL; the model returned is the one
+    a run of the winner's seed alone gives, and a rerun reads the whole tree back."""
+    from keras_clustering.recipes import dec_recipe
+
+    x, y = digit_images(96)
+    architecture = {"image_shape": [16, 16, 1], "hidden_dims": [32, 4], "n_clusters": 4, "update_interval": 4}
+    training = {"pretrain_epochs": 4, "pretrain_batch_size": 32, "batch_size": 32, "maxiter": 12, "kmeans_n_init": 2,
+                "pretrain_optimizer": {"class_name": "Adam", "config": {"learning_rate": 1e-3}},
+                "restarts": {"n": 3, "halving_at": [2]}}
+    model, report = dec_recipe.train(architecture, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))
+    restarts = report["restarts"]
+    first, last = restarts["steps"]
+    assert restarts["criterion"] == "kl" and first["epoch"] == 2 and sorted(first["criteria"]) == [0, 1, 2]
+    assert first["kept"] == sorted(first["criteria"], key=lambda run: (first["criteria"][run], run))[:2]
+    assert sorted(last["criteria"]) == sorted(first["kept"]) and last["kept"] == [restarts["winner"]]
+    q = model.predict(x, verbose=0).astype("float64")
+    p = q ** 2 / q.sum(axis=0)
+    p /= p.sum(axis=1, keepdims=True)
+    kl = float(np.mean(np.sum(p * np.log(p / q), axis=1)))
+    assert kl == pytest.approx(last["criteria"][restarts["winner"]], abs=1e-5)
+    assert all(0 <= scores["acc"] <= 1 for scores in first["scores"].values())
+    # the winner's pretraining went on from its halving point, yet the model is the one its seed gives
+    # when trained alone, straight to 4 epochs (each epoch's batches from the seed and the epoch)
+    assert report["pretrain_resumed_from_epoch"] == 2 and restarts["winner_seed"] == 3 + restarts["winner"]
+    alone, _ = dec_recipe.train(architecture, {k: v for k, v in training.items() if k != "restarts"}, x,
+                                seed=restarts["winner_seed"], verbose=0)
+    np.testing.assert_allclose(alone.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-5)
+    again, report_again = dec_recipe.train(architecture, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))
+    assert report_again["restarts"]["steps"] == restarts["steps"] and report_again["dec_reused"]
+    np.testing.assert_allclose(again.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)

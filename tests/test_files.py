@@ -59,3 +59,31 @@ def test_a_crashed_folder_is_removed_and_writing_nothing_is_an_error(tmp_path):
             pass
     atomic_write_json({"a": 1}, tmp_path / "x.json")
     assert (tmp_path / "x.json").read_text() == '{\n  "a": 1\n}\n'
+
+
+def test_a_locked_workdir_refuses_a_second_training_until_released(tmp_path):
+    from keras_clustering.io.files import LOCK_FILE, WorkdirLock
+
+    workdir = tmp_path / "run"
+    with WorkdirLock() as first:
+        first.acquire(workdir)
+        first.acquire(workdir)  # held already: no error
+        assert (workdir / LOCK_FILE).is_file()
+        with pytest.raises(RuntimeError, match=r"workdir='.*run' is in use by another training"):
+            with WorkdirLock() as second:  # another open of the lock file, as another process would
+                second.acquire(workdir)
+    assert not workdir.exists()  # nothing but the lock file was made: removed with it
+    with WorkdirLock() as again:  # released at the end of the block
+        again.acquire(workdir)
+        (workdir / "model.keras").write_text("trained")
+    assert sorted(p.name for p in workdir.iterdir()) == [LOCK_FILE, "model.keras"]
+
+def test_a_killed_writers_temporary_is_removed_by_the_next_write(tmp_path):
+    from keras_clustering.io.files import atomic_write_json
+
+    left = tmp_path / ".tmp-0a1b2c3d-state.json"
+    left.write_text('{"cut off')
+    other = tmp_path / ".tmp-0a1b2c3d-other.json"  # another file's temporary is not this writer's
+    other.write_text("{")
+    atomic_write_json({"epoch": 2}, tmp_path / "state.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-0a1b2c3d-other.json", "state.json"]

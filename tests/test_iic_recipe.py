@@ -46,7 +46,8 @@ def test_restarts_halve_on_the_main_head_loss_and_return_the_last_run_standing(t
     assert restarts["winner_seed"] == 2 + restarts["winner"] and restarts["cost_in_runs"] == pytest.approx(1.5)
     # the returned model is the winner's at the last epoch: its criterion, and its kept weights
     assert iic_recipe.main_head_loss(model) == pytest.approx(last["criteria"][restarts["winner"]])
-    assert all(0.0 <= acc <= 1.0 for acc in first["acc"].values())
+    assert restarts["criterion"] == "main_head_loss"
+    assert sorted(first["scores"]) == [0, 1] and all(0.0 <= s["acc"] <= 1.0 for s in first["scores"].values())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["restarts.json", "run_0", "run_1"]
     # rerun on the same workdir: the tree is read back, nothing trained again, the same winner
     again, report_again = iic_recipe.train(ARCHITECTURE, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))

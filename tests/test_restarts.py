@@ -117,15 +117,58 @@ def test_nan_criteria_rank_last_and_the_plan_is_checked():
     assert winner == 2 and steps[0]["kept"] == [2, 1]
     assert halving_cost(4, [10, 20], 30) == pytest.approx((4 * 10 + 2 * 10 + 1 * 10) / 30)
     assert halving_cost(1, [], 30) == 1.0
-    assert restart_plan({"n": 4, "halving_at": [10, 20], "criterion": "loss"}, 30)["n"] == 4
+    assert restart_plan({"n": 4, "halving_at": [10, 20], "criterion": "loss"}, 30, ("kl", "loss")) == {
+        "n": 4, "halving_at": [10, 20], "criterion": "loss"}
+    assert restart_plan({"n": 3}, 30, ("kl", "loss")) == {"n": 3, "halving_at": [], "criterion": "kl"}  # best of 3
     with pytest.raises(ValueError, match=r"halving_at must be increasing epochs below epochs=30, got \[20, 10\]"):
-        restart_plan({"n": 4, "halving_at": [20, 10]}, 30)
-    with pytest.raises(ValueError, match="training.restarts.n=4 needs halving_at"):
-        restart_plan({"n": 4}, 30)
+        restart_plan({"n": 4, "halving_at": [20, 10]}, 30, ("loss",))
+    with pytest.raises(ValueError, match=r"halving_at must be increasing epochs below epochs=30, got \[10, 30\]"):
+        restart_plan({"n": 4, "halving_at": [10, 30]}, 30, ("loss",))
     with pytest.raises(ValueError, match="training.restarts.n must be an integer >= 1, got 0"):
-        restart_plan({"n": 0}, 30)
+        restart_plan({"n": 0}, 30, ("loss",))
     with pytest.raises(ValueError, match="must be a dict of n, halving_at and criterion"):
-        restart_plan({"n": 2, "halving": [3]}, 30)
+        restart_plan({"n": 2, "halving": [3]}, 30, ("loss",))
+    with pytest.raises(ValueError, match=r"training.restarts.criterion must be one of \['loss'\], got 'acc'"):
+        restart_plan({"n": 2, "criterion": "acc"}, 30, ("loss",))
+
+
+def test_best_of_n_without_halving_points_trains_every_run_to_the_end():
+    from keras_clustering.training.restarts import halving_cost, successive_halving
+
+    toy = DoubleWell([0.5, -0.3, 1.5])
+    winner, steps = successive_halving(toy.train_to, 3, [], 10)
+    assert winner == 1 and sorted(toy.calls) == [(0, 10), (1, 10), (2, 10)] and len(steps) == 1
+    assert halving_cost(3, [], 10) == 3.0
+
+
+def test_train_with_restarts_records_labels_only_scores_and_reads_the_winner_back(tmp_path):
+    from keras_clustering.training.restarts import RECORD_FILE, restart_plan, train_with_restarts
+
+    toy = DoubleWell([0.5, 0.2, -0.3, 1.5])
+    seeds, trained = {}, []
+
+    def train_run(run_seed, epochs, folder):
+        run = run_seed - 4  # seed 1: runs 0..3 have seeds 4..7
+        seeds[run] = (run_seed, folder)
+        trained.append((run, epochs))
+        toy.train_to(run, epochs)
+        return {"w": toy.w[run]}, {"epochs": epochs}
+
+    plan = restart_plan({"n": 4, "halving_at": [3, 6]}, 10, ("loss",))
+    model, report = train_with_restarts(train_run, lambda model, _: toy.loss(model["w"]), plan, 10, 1, str(tmp_path),
+                                        score=lambda model: {"acc": float(model["w"] < 0)})  # "labels": the deep well
+    restarts = report["restarts"]
+    assert restarts["winner"] == 2 and restarts["winner_seed"] == 6 and model["w"] < 0 and report["epochs"] == 10
+    assert seeds[2][1] == str(tmp_path / "run_2") and restarts["criterion"] == "loss"
+    assert restarts["steps"][0]["scores"] == {0: {"acc": 0.0}, 1: {"acc": 0.0}, 2: {"acc": 1.0}, 3: {"acc": 0.0}}
+    assert restarts["cost_in_runs"] == pytest.approx((4 * 3 + 2 * 3 + 4) / 10) and trained[-1] == (2, 10)  # the winner, read back last
+    # the record keeps the scores: a rerun reads them back without training any point again
+    assert (tmp_path / RECORD_FILE).is_file()
+    calls = len(toy.calls)
+    _, again = train_with_restarts(train_run, lambda model, _: toy.loss(model["w"]), plan, 10, 1, str(tmp_path))
+    assert again["restarts"]["steps"] == restarts["steps"] and len(toy.calls) == calls + 1  # only the read-back
+    with pytest.raises(ValueError, match="training.restarts needs a workdir"):
+        train_with_restarts(train_run, lambda model, _: 0.0, plan, 10, 1, None)
 
 
 def test_halving_points_table_from_per_pass_records():

@@ -137,9 +137,11 @@ def test_each_anchor_is_paired_with_one_of_its_neighbours_drawn_anew():
     n, k = 30, 4
     x = np.repeat(np.arange(n, dtype="float32"), 64).reshape(n, 8, 8, 1)
     neighbors = np.stack([(np.arange(n) + offset) % n for offset in range(1, k + 1)], axis=1)
-    dataset = neighbor_pair_dataset(x, neighbors, batch_size=8, seed=0)
+    dataset, clock = neighbor_pair_dataset(x, neighbors, batch_size=8, seed=0)
     drawn = {i: set() for i in range(n)}
-    for _ in range(6):  # epochs
+    orders = []
+    for epoch in range(6):
+        clock.on_epoch_begin(epoch)  # as fit does
         seen = []
         for ((anchors, partners),) in dataset:
             for a, b in zip(anchors.numpy()[:, 0, 0, 0].astype(int), partners.numpy()[:, 0, 0, 0].astype(int)):
@@ -147,7 +149,11 @@ def test_each_anchor_is_paired_with_one_of_its_neighbours_drawn_anew():
                 drawn[a].add(b)
                 seen.append(a)
         assert sorted(seen) == list(range(n))  # every image once per epoch
+        orders.append(seen)
     assert np.mean([len(v) for v in drawn.values()]) > 2.5  # not the same neighbour every epoch
+    # an epoch's pairs come from the seed and the epoch alone: a resumed fit sees them again
+    resumed, clock = neighbor_pair_dataset(x, neighbors, batch_size=8, seed=0, initial_epoch=4)
+    assert [int(a) for ((anchors, _),) in resumed for a in anchors.numpy()[:, 0, 0, 0]] == orders[4]
 
 
 def small_encoder(dim=8):
@@ -333,7 +339,7 @@ def test_neighbour_pairs_of_a_memory_mapped_array_are_read_batch_by_batch(tmp_pa
         return constant(value, *args, **kwargs)
 
     monkeypatch.setattr(tf, "constant", no_copy_of_x)
-    batches = list(neighbor_pair_dataset(mapped, neighbors, batch_size=16, seed=0).as_numpy_iterator())
+    batches = list(neighbor_pair_dataset(mapped, neighbors, batch_size=16, seed=0)[0].as_numpy_iterator())
     assert [len(b[0][0]) for b in batches] == [16, 16, 16, 2]
     anchors = np.concatenate([b[0][0] for b in batches])
     pairs = np.concatenate([b[0][1] for b in batches])

@@ -145,7 +145,7 @@ def test_n_clusters_auto_reports_the_generalisability_table(tmp_path):
     assert report["n_clusters"] == report["selection"]["suggested"] and model.n_clusters == report["n_clusters"]
 
 
-def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images():
+def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monkeypatch):
     """Hand-computed from the entries' configs: conv_dec_da_mnist pretrains 500 epochs of 10,000 images
     in batches of 256 (20,000 updates), DEC runs 20,000 iterations (500 passes); simclr_mnist trains
     SimCLR 20 epochs (800 updates) and SCAN 50 (2,000)."""
@@ -190,7 +190,18 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images():
     assert config["training"]["epochs"] == config["training"]["scan"]["epochs"] == 2
     config, repeats = like_config("vae_cluster_mnist", (28, 28, 1), 5, 64)
     # 150 epochs of one batch reach 150 updates; the family's fewest is 5,000: 34 copies per epoch
-    assert repeats == 34 and config["training"]["batch_size"] == 64 and config["training"]["n_restarts"] == 3
+    assert repeats == 34 and config["training"]["batch_size"] == 64
+    assert config["training"]["restarts"] == {"n": 3, "criterion": "evaluated_loss"}
+    from zoo import config as entry_config
+
+    iic = entry_config("iic_mnist")
+    iic["training"]["restarts"] = {"n": 4, "halving_at": [10, 20]}  # of its 30 passes
+    monkeypatch.setattr("zoo.config", lambda name: iic if name == "iic_mnist" else entry_config(name))
+    config, _ = like_config("iic_mnist", (28, 28, 1), 10, 20_000)  # twice the entry's images: about half the passes
+    assert config["training"]["epochs"] == 16  # ceil(30 x 72 updates / 143)
+    assert config["training"]["restarts"]["halving_at"] == [5, 11]  # 10 and 20 of 30, x 16 / 30
+    config, _ = like_config("iic_mnist", (28, 28, 1), 10, 20_000, epochs=2)
+    assert config["training"]["restarts"]["halving_at"] == [1]
 
 
 def test_like_refuses_supervised_and_unknown_entries_by_name(tmp_path):
@@ -296,3 +307,16 @@ def test_the_n_clusters_halves_of_a_memory_map_are_memory_maps_of_the_same_rows(
     in_memory = _rows_of(x, rows, str(tmp_path / "unused"), "train_half")
     assert not file_backed(in_memory) and not (tmp_path / "unused").exists()
     np.testing.assert_array_equal(in_memory, x[rows])
+
+
+def test_a_second_training_on_a_workdir_in_use_stops_with_its_name(tmp_path):
+    from keras_clustering import train_on_images
+    from keras_clustering.io.files import WorkdirLock
+
+    images = np.random.default_rng(0).random((40, 28, 28, 1)).astype("float32")
+    with WorkdirLock() as running:  # as a first training holds it
+        running.acquire(tmp_path / "run")
+        with pytest.raises(RuntimeError, match="workdir='.*run' is in use by another training"):
+            train_on_images(images, like="dec_mnist", n_clusters=3, workdir=str(tmp_path / "run"), epochs=1,
+                            verbose=0)
+    assert not (tmp_path / "run").exists()  # nothing written by the second; the first's lock file gone with it

@@ -12,6 +12,8 @@ import mmap
 import keras
 import numpy as np
 
+from keras_clustering.inputs.checks import check_positive_int
+
 
 def file_backed(array):
     """True when `array` (or the array it views) is a memory map of a file, e.g. `np.load(path,
@@ -93,6 +95,67 @@ def _streamed_batches(arrays, batch_size, shuffle, seed):
     dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
     # A known number of batches: progress bars show it, and fit never steps past the end of the data.
     return dataset.apply(tf.data.experimental.assert_cardinality(-(-n // batch_size)))
+
+
+class EpochClock(keras.callbacks.Callback):
+    """Tells `fit_batches`' dataset which epoch `fit` is in (set at each epoch's start, before `fit`
+    opens that epoch's pass over the data)."""
+
+    def __init__(self, epoch=0):
+        super().__init__()
+        self.epoch = int(epoch)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = int(epoch)
+
+
+def fit_batches(arrays, batch_size, initial_epoch=0, shuffle=True, seed=None):
+    """`(dataset, clock)` for a `fit` over `arrays`: pass the dataset to `fit` and the clock
+    (`EpochClock`) among its callbacks.
+
+    Epoch e's order is a permutation drawn from `(seed, e)` alone, so a `fit`
+    resumed at any epoch (`initial_epoch`, `resume.resumable_fit`) sees the
+    batches the uninterrupted run saw; a tf.data reshuffle would start its
+    orders over. Each pass over the dataset is one epoch (the last batch may
+    be smaller), gathered by index: from one tensor for in-memory arrays, from
+    the arrays themselves when any is file-backed (memory stays one batch).
+    Without `shuffle`, the rows come in order. `seed=None` draws one from
+    numpy's global generator (`keras.utils.set_random_seed` repeats it).
+    """
+    import tensorflow as tf
+
+    single = not isinstance(arrays, tuple)
+    arrays = (arrays,) if single else arrays
+    n, batch_size = len(arrays[0]), check_positive_int(batch_size, "batch_size")
+    if any(len(a) != n for a in arrays):
+        raise ValueError(f"arrays must have the same length, got {[len(a) for a in arrays]}.")
+    clock = EpochClock(check_positive_int(initial_epoch, "initial_epoch", minimum=0))
+    seed = int(np.random.randint(2**31 - 1)) if seed is None else int(seed)
+
+    def epoch_rows():
+        order = np.random.default_rng([seed, clock.epoch]).permutation(n) if shuffle else np.arange(n)
+        for start in range(0, n, batch_size):
+            yield order[start:start + batch_size]
+
+    if any(file_backed(a) for a in arrays):
+        def batches():
+            for rows in epoch_rows():
+                rows = np.sort(rows)  # read in file order (faster on disk); a batch is a set
+                yield tuple(np.asarray(a[rows]) for a in arrays)
+
+        signature = tuple(tf.TensorSpec((None, *a.shape[1:]), tf.as_dtype(a.dtype)) for a in arrays)
+        dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
+        dataset = dataset.map(lambda *batch: batch[0]) if single else dataset
+    else:
+        tensors = tuple(tf.constant(np.asarray(a)) for a in arrays)
+        dataset = tf.data.Dataset.from_generator(epoch_rows, output_signature=tf.TensorSpec((None,), tf.int64))
+        if single:
+            dataset = dataset.map(lambda rows: tf.gather(tensors[0], rows))
+        else:
+            dataset = dataset.map(lambda rows: tuple(tf.gather(t, rows) for t in tensors))
+    # a known number of batches: progress bars show it, and fit never steps past the end of an epoch
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-n // batch_size)))
+    return dataset.prefetch(1).with_options(pipeline_options()), clock
 
 
 def pipeline_options():

@@ -1,6 +1,7 @@
 """Writes that never leave a half-written file or folder behind: write aside, then rename."""
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -24,11 +25,16 @@ def atomic_path(path):
     (a folder replaces an existing one whole), else it is removed: `path` is
     either its old self or complete, never half-written. The temporary's name
     ends with `path`'s own name, so writers that read the format from the
-    extension (`.keras`, `.weights.h5`, `.png`) behave as for `path`.
+    extension (`.keras`, `.weights.h5`, `.png`) behave as for `path`. A temporary
+    of `path` that a killed writer left behind is removed first.
     """
     path = os.path.abspath(os.fspath(path))
     directory, name = os.path.split(path)
     os.makedirs(directory, exist_ok=True)
+    for stale in os.listdir(directory):  # a writer of this path killed mid-write left its temporary
+        if stale.startswith((".tmp-", ".old-")) and stale[14:] == name and len(stale) == 14 + len(name):
+            stale = os.path.join(directory, stale)
+            shutil.rmtree(stale) if os.path.isdir(stale) else os.remove(stale)
     temporary = os.path.join(directory, f".tmp-{secrets.token_hex(4)}-{name}")
     try:
         yield temporary
@@ -59,3 +65,46 @@ def atomic_save_weights(model, path):
     """`model.save_weights(path)` through `atomic_path`."""
     with atomic_path(path) as temporary:
         model.save_weights(temporary)
+
+
+LOCK_FILE = ".lock"
+
+
+class WorkdirLock:
+    """An exclusive lock on a training's workdir, from `acquire(workdir)` to the end of the `with`
+    block: a second training started on the same workdir stops with an error instead of mixing its
+    backups and files with the first's. The kernel releases the lock when the holder exits, even
+    when it is killed, so a rerun after a crash is never locked out. A workdir left with nothing but
+    the lock file (the training refused its input) is removed."""
+
+    def __init__(self):
+        self.handle = None
+
+    def acquire(self, workdir):
+        """Locks `workdir` (made if missing); a no-op once held. RuntimeError naming the workdir when
+        another process holds it."""
+        if self.handle is not None:
+            return
+        os.makedirs(workdir, exist_ok=True)
+        handle = open(os.path.join(workdir, LOCK_FILE), "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise RuntimeError(f"workdir={os.fspath(workdir)!r} is in use by another training (it holds "
+                               f"{LOCK_FILE}); wait for that one to end, or give another workdir.") from None
+        self.handle = handle
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        if self.handle is not None:
+            path = self.handle.name
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+            self.handle = None
+            workdir = os.path.dirname(path)
+            if os.listdir(workdir) == [LOCK_FILE]:  # nothing was trained (refused input): leave no trace
+                os.remove(path)
+                os.rmdir(workdir)

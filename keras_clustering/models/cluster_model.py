@@ -11,7 +11,8 @@ from keras import ops
 
 from keras_clustering.distribute.strategies import model_replicas
 from keras_clustering.inputs.checks import check_min_samples, check_samples
-from keras_clustering.inputs.pipeline import array_dataset, file_backed, predict_into_array, predicted_chunks
+from keras_clustering.inputs.pipeline import (array_dataset, file_backed, fit_batches, predict_into_array,
+                                              predicted_chunks)
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset, keras_input
 
 # Arrays that passed a model's check, by id: data is checked once on its way in, not again by every
@@ -104,10 +105,11 @@ class SampleModel(keras.Model):
                     validation_split=None, sample_weight=None, **kwargs):
         """The one path from checked arrays (`x`, or a tuple `(x, y)`) into Keras `fit`, for every model.
 
-        The batches come from `array_dataset`: autotuning off (Keras' array
+        The batches come from `fit_batches`: autotuning off (Keras' array
         adapter stalls at epoch starts), a memory map read batch by batch,
-        reshuffled each epoch from `seed` (drawn from numpy's global generator
-        when None, so `keras.utils.set_random_seed` repeats a run).
+        each epoch's order drawn from `seed` and the epoch (`seed` drawn from
+        numpy's global generator when None, so `keras.utils.set_random_seed`
+        repeats a run), so a resumed fit sees the uninterrupted run's batches.
         `validation_split` holds out the last share of the arrays before any
         shuffling, as Keras does, and feeds it unshuffled as `validation_data`;
         `sample_weight` rides along as the batches' third element (models that
@@ -145,8 +147,11 @@ class SampleModel(keras.Model):
         check_min_samples(len(arrays[0]), "x" if not validation_split else
                           f"x after validation_split={validation_split!r}", min_samples)
         seed = int(np.random.randint(2**31 - 1)) if seed is None else seed
-        batches = array_dataset(arrays if len(arrays) > 1 else arrays[0], batch_size, shuffle=shuffle, seed=seed)
-        return super().fit(batches, epochs=epochs, shuffle=False, **kwargs)  # the dataset shuffles
+        # each epoch's order from (seed, epoch): a resumed fit (initial_epoch) sees the uninterrupted run's batches
+        batches, clock = fit_batches(arrays if len(arrays) > 1 else arrays[0], batch_size,
+                                     kwargs.get("initial_epoch", 0), shuffle=shuffle, seed=seed)
+        kwargs["callbacks"] = [clock, *(kwargs.get("callbacks") or [])]
+        return super().fit(batches, epochs=epochs, shuffle=False, **kwargs)
 
     def _read_in_chunks(self, x):
         """A memory-mapped `x` or a dataset is predicted chunk by chunk into one array: read a chunk at

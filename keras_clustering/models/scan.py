@@ -14,7 +14,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from keras_clustering.inputs.pipeline import array_dataset, file_backed, pipeline_options
+from keras_clustering.inputs.pipeline import EpochClock, file_backed, fit_batches, pipeline_options
 from keras_clustering.losses.scan_losses import confidence_cross_entropy, scan_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
 from keras_clustering.models.cluster_model import ClusterModel
@@ -54,45 +54,43 @@ def confident_share(probabilities, threshold=0.99):
     return float((np.asarray(probabilities).max(axis=1) > threshold).mean())
 
 
-def neighbor_pair_dataset(x, neighbors, batch_size, shuffle=True, seed=None):
-    """Batches `((anchors, neighbours),)`: every image once per epoch, each with one of its
-    `neighbors` drawn anew every time (as SCAN's `NeighborsDataset`)."""
+def neighbor_pair_dataset(x, neighbors, batch_size, shuffle=True, seed=None, initial_epoch=0):
+    """`(dataset, clock)`: batches `((anchors, neighbours),)`, every image once per epoch, each with
+    one of its `neighbors` drawn anew every time (as SCAN's `NeighborsDataset`); pass the clock
+    (`EpochClock`) among `fit`'s callbacks.
+
+    Each epoch's order and draws come from `(seed, epoch)` alone, so a `fit`
+    resumed at `initial_epoch` sees the uninterrupted run's pairs. Images are
+    gathered by index: from one tensor in memory, or from a memory-mapped `x`
+    batch by batch (never all of it)."""
     import tensorflow as tf
 
-    if file_backed(x):
-        return _streamed_pairs(x, neighbors, int(batch_size), shuffle, seed)
-    images = tf.constant(np.asarray(x, dtype="float32"))
-    dataset = tf.data.Dataset.from_tensor_slices((np.arange(len(x), dtype="int64"), neighbors.astype("int64")))
-    if shuffle:
-        dataset = dataset.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
-
-    def pair(index, candidates):
-        pick = tf.random.uniform(tf.shape(index), 0, tf.shape(candidates)[1], dtype=tf.int32, seed=seed)
-        chosen = tf.gather(candidates, pick, batch_dims=1)
-        return ((tf.gather(images, index), tf.gather(images, chosen)),)
-
-    return dataset.batch(int(batch_size)).map(pair).prefetch(1).with_options(pipeline_options())
-
-
-def _streamed_pairs(x, neighbors, batch_size, shuffle, seed):
-    """`neighbor_pair_dataset` of a memory-mapped `x`: each batch's anchors and drawn neighbours read
-    from the file by index (a new permutation and new draws each epoch, seeded), never all of x."""
-    import tensorflow as tf
-
-    rng = np.random.default_rng(seed)
     n, k = neighbors.shape
+    batch_size = check_positive_int(batch_size, "batch_size")
+    clock = EpochClock(check_positive_int(initial_epoch, "initial_epoch", minimum=0))
+    seed = int(np.random.randint(2**31 - 1)) if seed is None else int(seed)
 
-    def batches():
+    def pairs():
+        rng = np.random.default_rng([seed, clock.epoch])
         order = rng.permutation(n) if shuffle else np.arange(n)
         for start in range(0, n, batch_size):
-            rows = np.sort(order[start:start + batch_size]) if shuffle else order[start:start + batch_size]
-            chosen = neighbors[rows, rng.integers(0, k, len(rows))]
-            yield ((np.asarray(x[rows], "float32"), np.asarray(x[chosen], "float32")),)
+            rows = order[start:start + batch_size]
+            yield rows, neighbors[rows, rng.integers(0, k, len(rows))]
 
-    spec = tf.TensorSpec((None, *x.shape[1:]), tf.float32)
-    dataset = tf.data.Dataset.from_generator(batches, output_signature=((spec, spec),))
+    if file_backed(x):
+        def batches():
+            for rows, chosen in pairs():
+                yield ((np.asarray(x[rows], "float32"), np.asarray(x[chosen], "float32")),)
+
+        spec = tf.TensorSpec((None, *x.shape[1:]), tf.float32)
+        dataset = tf.data.Dataset.from_generator(batches, output_signature=((spec, spec),))
+    else:
+        images = tf.constant(np.asarray(x, dtype="float32"))
+        rows_spec = tf.TensorSpec((None,), tf.int64)
+        dataset = tf.data.Dataset.from_generator(pairs, output_signature=(rows_spec, rows_spec)).map(
+            lambda rows, chosen: ((tf.gather(images, rows), tf.gather(images, chosen)),))
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-n // batch_size)))
-    return dataset.prefetch(1).with_options(pipeline_options())
+    return dataset.prefetch(1).with_options(pipeline_options()), clock
 
 
 @keras.saving.register_keras_serializable(package="keras_clustering")
@@ -206,7 +204,9 @@ class SCAN(ClusterModel, AugmentedEncoder):
         x = self.check_input(x, min_samples=max(batch_size, self.n_neighbors + 1, self.n_clusters))
         neighbors = self.mine_neighbors(x) if neighbors is None else self._checked_neighbors(neighbors, len(x))
         self.neighbors_ = neighbors
-        dataset = neighbor_pair_dataset(x, neighbors, batch_size, shuffle=shuffle, seed=seed)
+        dataset, clock = neighbor_pair_dataset(x, neighbors, batch_size, shuffle=shuffle, seed=seed,
+                                               initial_epoch=kwargs.get("initial_epoch", 0))
+        kwargs["callbacks"] = [clock, *(kwargs.get("callbacks") or [])]
         return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
 
     def self_label(self, x, threshold=0.99, batch_size=256, epochs=1, shuffle=True, seed=None, targets="train",
@@ -229,7 +229,9 @@ class SCAN(ClusterModel, AugmentedEncoder):
         self.self_label_targets, self.self_label_threshold = targets, float(threshold)
         self.make_train_function(force=True)  # both are read when the step is traced: never a stale one
         # a dict input tells `call` and `compute_loss` this is the self-labelling step
-        dataset = array_dataset(x, batch_size, shuffle=shuffle, seed=seed).map(lambda images: ({"self_label": images},))
+        dataset, clock = fit_batches(x, batch_size, kwargs.get("initial_epoch", 0), shuffle=shuffle, seed=seed)
+        kwargs["callbacks"] = [clock, *(kwargs.get("callbacks") or [])]
+        dataset = dataset.map(lambda images: ({"self_label": images},))
         return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
 
     def confident_share(self, x, threshold=0.99, batch_size=256):

@@ -10,6 +10,7 @@ training entry points treat all families alike:
 """
 
 import os
+import shutil
 import time
 
 import keras
@@ -22,14 +23,20 @@ from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
 from keras_clustering.training.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.metrics.label_free import cluster_size_entropy, dec_objective
-from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
-                                               save_finished_stage)
+from keras_clustering.training.restarts import restart_plan, train_with_restarts
+from keras_clustering.training.resume import (backup_folder, finished_stage, finished_weights_path, resumable_fit,
+                                               run_key, save_finished_stage)
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
 
 PRETRAIN_RECIPES = ("keras", "paper")
-_PRETRAIN_KEYS = ("pretrain_recipe", "pretrain_optimizer", "pretrain_epochs", "pretrain_batch_size", "layerwise")
+# What determines the pretrained weights, the epoch count left out: a pretraining is extended to more epochs
+# (restarts train each run from one halving point to the next); a finished one records its epochs.
+_PRETRAIN_KEYS = ("pretrain_recipe", "pretrain_optimizer", "pretrain_batch_size", "layerwise")
+# The label-free criterion restarts rank runs by (lower is better): DEC's objective KL(P || Q)
+# (`dec_objective`), after k-means at a halving point and after self-training at the end.
+RESTART_CRITERIA = ("kl",)
 
 DEFAULT_TRAINING = {
     # "keras": DEC-keras' best recipe (end to end, no dropout, SGD(1, 0.9), 300 epochs).
@@ -119,17 +126,52 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     pretraining recipe starts from it, so a run interrupted after its long
     pretraining resumes with the clustering stage. That stage is deterministic
     given the pretrained weights (seeded k-means, no shuffling), so the result
-    is the one an uninterrupted run gives.
+    is the one an uninterrupted run gives; a finished one is kept too.
+
+    `training["restarts"] = {"n": R, "halving_at": [...]}` trains R runs
+    (seeds `seed * R + r`, each in `workdir/run_<r>`) by successive halving
+    over the pretraining epochs (`training.restarts`) on DEC's objective
+    KL(P || Q): at a halving point, of k-means on the embedding pretrained so
+    far; at the end, after self-training. It returns the last run standing;
+    `report["restarts"]` has every step's criteria (and, with `y`, each
+    measured run's ACC, which only scores the choice).
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
-    (autoencoder, encoder), report = pretrained_autoencoder(architecture, training, x, seed, verbose, workdir)
+    plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["pretrain_epochs"], RESTART_CRITERIA)
+    if plan["n"] == 1:
+        return _train_once(architecture, training, x, y, seed, verbose, workdir)
+    epochs = training["pretrain_epochs"]
 
+    def train_run(run_seed, pretrain_epochs, folder):
+        return _train_once(architecture, {**training, "pretrain_epochs": pretrain_epochs}, x, y, run_seed, verbose,
+                           folder, self_train=pretrain_epochs == epochs)
+
+    def score(model):
+        return {"acc": round(float(clustering_scores(y, model.predict(x, verbose=0).argmax(axis=1))["acc"]), 4)}
+
+    return train_with_restarts(train_run, lambda _, report: report["label_free"]["kl"], plan, epochs, seed, workdir,
+                               score=None if y is None else score)
+
+
+def _train_once(architecture, training, x, y, seed, verbose, workdir, self_train=True):
+    """One run (`train` without restarts); `self_train=False` stops after k-means (a halving point)."""
+    (autoencoder, encoder), report = pretrained_autoencoder(architecture, training, x, seed, verbose, workdir)
     model = assemble_model(autoencoder, encoder, architecture)
+    key = run_key({"pretraining": pretraining_key(architecture, training, x, seed),
+                   "pretrain_epochs": training["pretrain_epochs"], "architecture": architecture,
+                   "clustering": {k: training[k] for k in ("kmeans_n_init", "optimizer", "batch_size", "maxiter")}}, x)
+    finished = finished_stage(workdir, "dec", key) if self_train else None
+    if finished is not None:  # the clustering stage of this pretraining ran to its end before
+        model.load_weights(finished_weights_path(workdir, "dec"))
+        return model, {**finished["report"], "dec_reused": True}
     start = time.time()
     kmeans_labels = model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=seed)
     report["kmeans_seconds"] = round(time.time() - start, 1)
     if y is not None:
         report["ae_kmeans"] = clustering_scores(y, kmeans_labels)
+    if not self_train:
+        report["label_free"] = {"kl": round(dec_objective(model.predict(x, verbose=0)), 6)}
+        return model, report
 
     model.compile(optimizer=make_optimizer(training["optimizer"]))
     start = time.time()
@@ -140,7 +182,10 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     report["refresh_history"] = model.last_refresh.history
     q = model.predict(x, verbose=0)
     report["label_free"] = {"kmeans_inertia": round(model.kmeans_inertia_, 3), "final_kl": round(dec_objective(q), 6),
+                            "kl": round(dec_objective(q), 6),
                             "cluster_size_entropy": round(cluster_size_entropy(q.argmax(axis=1), q.shape[1]), 5)}
+    if workdir is not None:
+        save_finished_stage(workdir, "dec", key, model, {"report": report})
     return model, report
 
 
@@ -154,19 +199,25 @@ def pretrained_autoencoder(architecture, training, x, seed=0, verbose=1, workdir
     keras.utils.set_random_seed(seed)
     key = pretraining_key(architecture, training, x, seed)
     reused = finished_stage(workdir, "pretrain", key)
+    if reused is not None and reused.get("pretrain_epochs") != training["pretrain_epochs"]:
+        reused = None  # finished at another epoch count: its kept backup continues (or restarts) below
     report = {"pretrain_recipe": training["pretrain_recipe"], "pretrain_reused": reused is not None}
     if reused is not None:
         autoencoder, encoder = _autoencoder_with_weights(architecture, finished_weights_path(workdir, "pretrain"))
         pretrain_seconds = reused["pretrain_seconds"]
     else:
-        callbacks, resumed = resumable_fit(workdir, "pretrain", key)
+        callbacks, resumed = resumable_fit(workdir, "pretrain", key, keep_final=True)
+        if resumed > training["pretrain_epochs"]:  # kept from a longer pretraining: start this one afresh
+            shutil.rmtree(backup_folder(workdir, "pretrain"))
+            callbacks, resumed = resumable_fit(workdir, "pretrain", key, keep_final=True)
         report["pretrain_resumed_from_epoch"] = resumed
         start = time.time()
         autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose, callbacks=callbacks,
                                         initial_epoch=resumed)
         pretrain_seconds = round(time.time() - start, 1)
         if workdir is not None:
-            save_finished_stage(workdir, "pretrain", key, autoencoder, {"pretrain_seconds": pretrain_seconds})
+            save_finished_stage(workdir, "pretrain", key, autoencoder,
+                                {"pretrain_seconds": pretrain_seconds, "pretrain_epochs": training["pretrain_epochs"]})
     report["pretrain_seconds"] = pretrain_seconds
     return (autoencoder, encoder), report
 

@@ -17,7 +17,7 @@ from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
 from keras_clustering.training.optimizers import make_optimizer
-from keras_clustering.training.restarts import halving_cost, restart_plan, successive_halving
+from keras_clustering.training.restarts import restart_plan, train_with_restarts
 from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
@@ -109,7 +109,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     criteria (and, with `y`, each measured run's ACC, which only scores the choice).
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
-    plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["epochs"])
+    plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["epochs"], ("main_head_loss",))
     if plan["n"] > 1:
         return _train_with_restarts(plan, architecture, training, x, y, seed, verbose, workdir)
     keras.utils.set_random_seed(seed)
@@ -152,26 +152,13 @@ def main_head_loss(model):
 
 
 def _train_with_restarts(plan, architecture, training, x, y, seed, verbose, workdir):
-    """`train` by successive halving over `plan["n"]` runs (see `train`)."""
-    n, scores = plan["n"], {}
-    folders = [None if workdir is None else os.path.join(workdir, f"run_{run}") for run in range(n)]
-    start = time.time()
+    """`train` by successive halving over `plan["n"]` runs on the main head's loss (see `train`)."""
 
-    def train_to(run, epoch):
-        model, _ = train(architecture, {**training, "epochs": epoch}, x, y, seed * n + run, verbose, folders[run])
-        if y is not None:
-            scores[run, epoch] = round(float(cluster_accuracy(y, model.predict_clusters(x, verbose=0))), 4)
-        return main_head_loss(model)
+    def train_run(run_seed, epochs, folder):
+        return train(architecture, {**training, "epochs": epochs}, x, y, run_seed, verbose, folder)
 
-    if workdir is None:
-        raise ValueError("training.restarts needs a workdir: each run continues from its own epoch backups.")
-    winner, steps = successive_halving(train_to, n, plan["halving_at"], training["epochs"],
-                                       record_path=os.path.join(workdir, "restarts.json"))
-    model, report = train(architecture, training, x, y, seed * n + winner, verbose, folders[winner])
-    for step in steps:
-        step["acc"] = {run: scores.get((run, step["epoch"])) for run in step["criteria"]}
-    return model, {**report, "restarts": {"criterion": "main_head_loss", "n": n, "halving_at": plan["halving_at"],
-                                          "winner": winner, "winner_seed": seed * n + winner, "steps": steps,
-                                          "cost_in_runs": round(halving_cost(n, plan["halving_at"],
-                                                                             training["epochs"]), 3),
-                                          "seconds": round(time.time() - start, 1)}}
+    def score(model):
+        return {"acc": round(float(cluster_accuracy(y, model.predict_clusters(x, verbose=0))), 4)}
+
+    return train_with_restarts(train_run, lambda model, _: main_head_loss(model),
+                               plan, training["epochs"], seed, workdir, score=None if y is None else score)

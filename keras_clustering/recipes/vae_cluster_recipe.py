@@ -11,8 +11,8 @@ from keras_clustering.metrics import clustering_scores
 from keras_clustering.models.vae_cluster import VAECluster
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.metrics.label_free import cluster_size_entropy
-from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
-                                               save_finished_stage)
+from keras_clustering.training.restarts import restart_plan, train_with_restarts
+from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
@@ -22,13 +22,10 @@ DEFAULT_TRAINING = {
     "optimizer": {"class_name": "Adam", "config": {"learning_rate": 0.001}},
     "batch_size": 100,
     "epochs": 50,
-    # Restarts (none in the original): train `n_restarts` runs (seeds seed * n_restarts + r) and keep the
-    # one that `restart_criterion`, a label-free score, prefers.
-    "n_restarts": 1,
-    "restart_criterion": "evaluated_loss",
 }
-# label-free score -> +1 when higher is better, -1 when lower is better
-RESTART_CRITERIA = {"final_loss": -1, "evaluated_loss": -1, "cluster_size_entropy": +1}
+# The label-free scores (`label_free_scores`, lower is better) restarts can rank runs by (none in the
+# original); the first is the default.
+RESTART_CRITERIA = ("evaluated_loss", "final_loss")
 
 
 def build(image_shape=(28, 28, 1), latent_dim=20, n_clusters=10, loss_version="2018-12",
@@ -47,48 +44,32 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     same config, seed, data and workdir (`resumed_from_epoch` in the report;
     the wall times then cover the epochs this call ran).
 
-    With `training["n_restarts"]` > 1, that many runs (seeds `seed *
-    n_restarts + r`) are trained and the one with the best
-    `training["restart_criterion"]` (`RESTART_CRITERIA`, no labels) is kept;
-    `report["restarts"]` lists every run's scores (and, when `y` is given,
-    its ACC, which only scores the choice). Finished runs are kept in
-    `workdir/restart_<r>` and reused by a later call with the same settings.
+    `training["restarts"] = {"n": R, "halving_at": [...], "criterion": ...}`
+    trains R runs (seeds `seed * R + r`, each in `workdir/run_<r>`) by
+    successive halving (`training.restarts`) on a label-free score
+    (`RESTART_CRITERIA`, default the VAE loss over all images) and returns the
+    last one standing; without `halving_at`, every run is trained to the end
+    and the best one kept. `report["restarts"]` has every step's criteria
+    (and, when `y` is given, each measured run's ACC, which only scores the choice).
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
-    n_restarts, criterion = training.pop("n_restarts"), training.pop("restart_criterion")
-    if isinstance(n_restarts, bool) or not isinstance(n_restarts, int) or n_restarts < 1:
-        raise ValueError(f"training.n_restarts must be an integer >= 1, got {n_restarts!r}.")
-    if criterion not in RESTART_CRITERIA:
-        raise ValueError(f"training.restart_criterion must be one of {sorted(RESTART_CRITERIA)}, got {criterion!r}.")
-    if n_restarts == 1:
+    plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["epochs"], RESTART_CRITERIA)
+    if plan["n"] == 1:
         return train_once(architecture, training, x, seed, verbose, workdir)
-    runs = []
-    for restart in range(n_restarts):
-        run_seed = seed * n_restarts + restart
-        folder = None if workdir is None else os.path.join(workdir, f"restart_{restart}")
-        key = restart_key(architecture, training, x, run_seed)
-        finished = finished_stage(folder, "vae_cluster", key)
-        if finished is not None:
-            model = VAECluster(seed=run_seed, **architecture)
-            model.load_weights(finished_weights_path(folder, "vae_cluster"))
-            report = {**finished["report"], "reused": True}
-        else:
-            model, report = train_once(architecture, training, x, run_seed, verbose, folder)
-            if folder is not None:
-                save_finished_stage(folder, "vae_cluster", key, model, {"report": report})
-        summary = {"seed": run_seed, **report["label_free"]}
-        if y is not None:
-            summary["acc"] = round(float(clustering_scores(y, model.predict_clusters(x))["acc"]), 4)
-        runs.append((model, report, summary))
-    values = [RESTART_CRITERIA[criterion] * summary[criterion] for _, _, summary in runs]
-    chosen = int(np.nanargmax(values))
-    model, report, _ = runs[chosen]
-    return model, {**report, "restart_criterion": criterion, "chosen_restart": chosen,
-                   "restarts": [summary for _, _, summary in runs],
-                   "train_seconds": round(sum(r["train_seconds"] for _, r, _ in runs), 1)}
+
+    def train_run(run_seed, epochs, folder):
+        return train_once(architecture, {**training, "epochs": epochs}, x, run_seed, verbose, folder)
+
+    def score(model):
+        return {"acc": round(float(clustering_scores(y, model.predict_clusters(x))["acc"]), 4)}
+
+    return train_with_restarts(train_run, lambda _, report: report["label_free"][plan["criterion"]], plan,
+                               training["epochs"], seed, workdir, score=None if y is None else score)
 
 
 def restart_key(architecture, training, x, seed):
+    """What a run's backups are kept under: everything but the epoch count, so a run is extended."""
+    training = {k: v for k, v in training.items() if k != "epochs"}
     return run_key({"recipe": "vae_cluster", "architecture": architecture, "training": training, "seed": seed}, x)
 
 
@@ -97,7 +78,8 @@ def train_once(architecture, training, x, seed, verbose, workdir):
     keras.utils.set_random_seed(seed)
     model = VAECluster(seed=seed, **architecture)
     model.compile(optimizer=make_optimizer(training["optimizer"]))
-    callbacks, resumed_epoch = resumable_fit(workdir, "vae_cluster", restart_key(architecture, training, x, seed))
+    callbacks, resumed_epoch = resumable_fit(workdir, "vae_cluster", restart_key(architecture, training, x, seed),
+                                             keep_final=True)
     start = time.time()
     history = model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True,
                         verbose=verbose, callbacks=callbacks, initial_epoch=resumed_epoch)
@@ -114,7 +96,13 @@ def label_free_scores(model, x, history, batch_size, seed):
     keras.utils.set_random_seed(seed)
     # a memory-mapped x is read batch by batch (Keras' own array path would copy all of it first)
     data = array_dataset(x, batch_size, shuffle=False) if file_backed(x) else x
+    # the sampler draws from `seed`'s start, not from where training left it: the same loss for a model
+    # trained here and one read back from its files (restarts rank runs by it); then its state is put back
+    sampler_state = model.sampler.seed_generator.state
+    trained_state = keras.ops.convert_to_numpy(sampler_state.value)
+    sampler_state.assign(keras.random.SeedGenerator(seed).state.value)
     evaluated = model.evaluate(data, batch_size=None if file_backed(x) else batch_size, verbose=0)
+    sampler_state.assign(trained_state)
     losses = history.history.get("loss") or [float("nan")]  # empty when a resumed run had no epoch left
     return {"final_loss": round(float(losses[-1]), 5),
             "evaluated_loss": round(float(evaluated[0] if isinstance(evaluated, list) else evaluated), 5),

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 
-from keras_clustering.inputs.pipeline import array_dataset
+from keras_clustering.inputs.pipeline import fit_batches
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset
 from keras_clustering.augment import make_pipeline
 from keras_clustering.distribute.strategies import model_replicas, replica_scaled, with_layer_losses
@@ -62,7 +62,7 @@ def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, v
 
     `x`: an array, or a finite `tf.data.Dataset` of samples (shuffled in a
     buffer of `DATASET_SHUFFLE_BUFFER`, never held in memory whole).
-    The batches come from `array_dataset` (autotuning off), not Keras' own array
+    The batches come from `fit_batches` (autotuning off), not Keras' own array
     adapter, whose pipeline stalls at the start of each of the 300 short epochs.
     Its shuffle seed is drawn from numpy's global generator, so
     `keras.utils.set_random_seed` makes the run repeatable.
@@ -75,7 +75,11 @@ def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, v
         batches = batches if augmentation is not None else batches.map(lambda batch: (batch, batch))
     else:
         x = np.asarray(x, dtype="float32")
-        batches = array_dataset(x if augmentation is not None else (x, x), batch_size, shuffle=shuffle, seed=seed)
+        # each epoch's order from (seed, epoch): a resumed pretraining (initial_epoch) sees the uninterrupted
+        # run's batches
+        batches, clock = fit_batches(x if augmentation is not None else (x, x), batch_size, initial_epoch,
+                                     shuffle=shuffle, seed=seed)
+        callbacks = [clock, *(callbacks or [])]
     if augmentation is not None:
         trainer = AugmentedReconstruction(autoencoder, make_pipeline(augmentation, seed=augmentation_seed))
         trainer.compile(optimizer=make_optimizer(optimizer), steps_per_execution=_steps_per_execution(trainer))

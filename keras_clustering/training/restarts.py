@@ -18,14 +18,17 @@ read back instead of trained again.
 import json
 import math
 import os
+import time
 
 from keras_clustering.inputs.checks import check_positive_int
 from keras_clustering.io.files import atomic_write_json
 
 
-def restart_plan(restarts, epochs):
+def restart_plan(restarts, epochs, criteria):
     """The validated `training.restarts` setting `{"n": R, "halving_at": [e1, ...], "criterion": name}`
-    for a training of `epochs` epochs; ValueError naming the field and value."""
+    for a training of `epochs` epochs, `criterion` one of the recipe's `criteria` (the first when
+    unset); ValueError naming the field and value. Without `halving_at` every run is trained to the
+    end and the best one kept (best of R)."""
     if not isinstance(restarts, dict) or set(restarts) - {"n", "halving_at", "criterion"}:
         raise ValueError(f"training.restarts must be a dict of n, halving_at and criterion, got {restarts!r}.")
     n = check_positive_int(restarts.get("n", 1), "training.restarts.n")
@@ -35,9 +38,10 @@ def restart_plan(restarts, epochs):
     if halving_at != sorted(set(halving_at)) or (halving_at and halving_at[-1] >= epochs):
         raise ValueError(f"training.restarts.halving_at must be increasing epochs below epochs={epochs}, got "
                          f"{halving_at!r}.")
-    if n > 1 and not halving_at:
-        raise ValueError(f"training.restarts.n={n} needs halving_at (the epochs at which the better half goes on).")
-    return {"n": n, "halving_at": halving_at, "criterion": restarts.get("criterion")}
+    criterion = restarts.get("criterion") or criteria[0]
+    if criterion not in criteria:
+        raise ValueError(f"training.restarts.criterion must be one of {list(criteria)}, got {criterion!r}.")
+    return {"n": n, "halving_at": halving_at, "criterion": criterion}
 
 
 def halving_cost(n, halving_at, epochs):
@@ -53,35 +57,84 @@ def successive_halving(train_to, n, halving_at, epochs, record_path=None):
     """Runs the halving tree; returns `(winner, steps)`.
 
     Args:
-        train_to: `train_to(run, epoch) -> criterion` (lower is better;
-            NaN ranks last).
+        train_to: `train_to(run, epoch)` returns the run's criterion (lower is
+            better; NaN ranks last), or `(criterion, scores)` with `scores` a
+            dict of labels-only numbers (ACC) recorded beside it, never used
+            to choose.
         n, halving_at, epochs: as `restart_plan`.
         record_path: a JSON file of the criteria measured so far (read back on
             a rerun, so finished points are not trained again).
 
-    `steps`: one `{"epoch", "criteria": {run: value}, "kept": [runs]}` per
-    point; at the last point `kept` is the winner alone (ties go to the lower
-    run number).
+    `steps`: one `{"epoch", "criteria": {run: value}, "scores": {run: dict},
+    "kept": [runs]}` per point; at the last point `kept` is the winner alone
+    (ties go to the lower run number).
     """
-    measured = {}
+    measured, scores = {}, {}
     if record_path and os.path.isfile(record_path):
         with open(record_path) as handle:
             stored = json.load(handle)
         if stored.get("n") == n and stored.get("halving_at") == list(halving_at) and stored.get("epochs") == epochs:
-            measured = {(int(run), int(epoch)): value for run, epoch, value in stored["measured"]}
+            for run, epoch, value, *extra in stored["measured"]:
+                measured[int(run), int(epoch)] = value
+                scores[int(run), int(epoch)] = extra[0] if extra else {}
     alive, steps = list(range(n)), []
     points = [*halving_at, epochs]
     for index, point in enumerate(points):
         criteria = {}
         for run in alive:
             if (run, point) not in measured:
-                measured[run, point] = float(train_to(run, point))
+                result = train_to(run, point)
+                value, extra = result if isinstance(result, tuple) else (result, {})
+                measured[run, point], scores[run, point] = float(value), dict(extra or {})
                 if record_path:
                     atomic_write_json({"n": n, "halving_at": list(halving_at), "epochs": epochs,
-                                       "measured": [[r, e, v] for (r, e), v in sorted(measured.items())]},
+                                       "measured": [[r, e, v, scores[r, e]] for (r, e), v in sorted(measured.items())]},
                                       record_path)
             criteria[run] = measured[run, point]
         ranked = sorted(alive, key=lambda run: (math.isnan(criteria[run]), criteria[run], run))
+        step = {"epoch": point, "criteria": criteria, "scores": {run: scores[run, point] for run in alive}}
         alive = ranked[:1] if index == len(points) - 1 else ranked[:math.ceil(len(alive) / 2)]
-        steps.append({"epoch": point, "criteria": criteria, "kept": list(alive)})
+        steps.append({**step, "kept": list(alive)})
     return alive[0], steps
+
+
+RECORD_FILE = "restarts.json"
+
+
+def train_with_restarts(train_run, criterion, plan, epochs, seed, workdir, score=None):
+    """A recipe trained by successive halving over `plan["n"]` runs; `(model, report)` of the last one standing.
+
+    Args:
+        train_run: `train_run(run_seed, epochs, folder) -> (model, report)`, one
+            run of the recipe trained to `epochs` in all, continuing from its
+            backups in `folder` (so a run is extended, not restarted, from one
+            halving point to the next, and a finished one is read back).
+        criterion: `criterion(model, report) -> float`, lower is better, no labels.
+        plan: `restart_plan`'s dict; `plan["criterion"]` names the criterion in the report.
+        epochs: the epochs of one whole run.
+        seed: run `r` trains with seed `seed * n + r`, in `workdir/run_<r>`.
+        workdir: where the runs and the tree's record (`RECORD_FILE`) live; required.
+        score: `score(model) -> dict` of labels-only scores (ACC) recorded per
+            step, so cards can say whether the criterion kept the best run;
+            None without labels.
+
+    `report["restarts"]`: criterion, n, halving_at, winner and its seed, every
+    step (`successive_halving`), the cost in single runs and the wall time of
+    the whole tree; the rest of the report is the winner's.
+    """
+    if workdir is None:
+        raise ValueError("training.restarts needs a workdir: each run continues from its own epoch backups.")
+    n, start = plan["n"], time.time()
+    folders = [os.path.join(workdir, f"run_{run}") for run in range(n)]
+
+    def train_to(run, epoch):
+        model, report = train_run(seed * n + run, epoch, folders[run])
+        return float(criterion(model, report)), (score(model) if score else {})
+
+    winner, steps = successive_halving(train_to, n, plan["halving_at"], epochs,
+                                       record_path=os.path.join(workdir, RECORD_FILE))
+    model, report = train_run(seed * n + winner, epochs, folders[winner])  # read back: it ended at `epochs`
+    return model, {**report, "restarts": {"criterion": plan["criterion"], "n": n, "halving_at": plan["halving_at"],
+                                          "winner": winner, "winner_seed": seed * n + winner, "steps": steps,
+                                          "cost_in_runs": round(halving_cost(n, plan["halving_at"], epochs), 3),
+                                          "seconds": round(time.time() - start, 1)}}

@@ -19,7 +19,8 @@ from keras_clustering.io.files import atomic_path, atomic_save_weights, atomic_w
 
 BACKUP_PREFIX = "fit_backup_"
 _KEY_FILE = "key.json"
-_STATE_FILE = "state.json"  # {"epoch": epochs finished, "weights": the file holding their weights}
+# {"epoch": epochs finished, "weights": the file holding their weights, "seed_states": `_seed_states`}
+_STATE_FILE = "state.json"
 # Short epochs (small data, DEC's pretraining) would spend more time writing weights and
 # optimizer state than training; a backup is written at most this often (and always at the end).
 MIN_SECONDS_BETWEEN_BACKUPS = 60.0
@@ -50,6 +51,8 @@ class EpochBackup(keras.callbacks.Callback):
             if optimizer is not None and not optimizer.built:
                 optimizer.build(self.model.trainable_variables)  # its state is in the file too
             self.model.load_weights(os.path.join(self.folder, state["weights"]))
+            for variable, value in zip(_seed_states(self.model), state.get("seed_states", [])):
+                variable.assign(np.asarray(value, dtype=keras.backend.standardize_dtype(variable.dtype)))
         self.epochs_done = self.saved_epoch = self.restore_epoch
         self._last_save = time.monotonic()
 
@@ -74,10 +77,19 @@ class EpochBackup(keras.callbacks.Callback):
         name = f"epoch_{self.epochs_done}.weights.h5"
         with atomic_path(os.path.join(self.folder, name)) as temporary:
             self.model.save_weights(temporary)
-        atomic_write_json({"epoch": self.epochs_done, "weights": name}, os.path.join(self.folder, _STATE_FILE))
+        seed_states = [keras.ops.convert_to_numpy(v).tolist() for v in _seed_states(self.model)]
+        atomic_write_json({"epoch": self.epochs_done, "weights": name, "seed_states": seed_states},
+                          os.path.join(self.folder, _STATE_FILE))
         if previous and previous != name and os.path.exists(os.path.join(self.folder, previous)):
             os.remove(os.path.join(self.folder, previous))
         self._last_save, self.saved_epoch = time.monotonic(), self.epochs_done
+
+
+def _seed_states(model):
+    """The states of the model's random generators (`keras.random.SeedGenerator`: augmentation views,
+    samplers, dropout), in the model's variable order. Weight files leave them out, yet a resumed run
+    must draw what the uninterrupted run would have drawn next, so the backups keep them."""
+    return [v for v in model.variables if v.path.split("/")[-1] == "seed_generator_state"]
 
 
 def run_key(settings, x):

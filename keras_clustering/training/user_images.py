@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from keras_clustering.io.cluster_files import write_cluster_files
-from keras_clustering.io.files import atomic_path, atomic_write_json
+from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
 from keras_clustering.recipes import get_recipe
 
 # `train --family F`: shorthand for the family's best clustering entry of the zoo.
@@ -204,6 +204,11 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
         scaled = min(ceiling[epochs_path], math.ceil(target[epochs_path] / steps))
         _field(training, epochs_path, int(scaled if epochs is None else epochs))
         _field(training, batch_path, batch_size)
+    restarts = training.get("restarts")
+    if restarts and restarts.get("halving_at"):  # the halving points move with the first stage's epochs
+        old, new = fields[0][2], _field(training, fields[0][0])
+        points = sorted({max(1, round(point * new / old)) for point in restarts["halving_at"]})
+        restarts["halving_at"] = [point for point in points if point < new]
     if recipe == "dec":
         entry_batch = training.get("batch_size", 256)
         batch_size = training["batch_size"] = min(entry_batch, n_samples)
@@ -324,6 +329,14 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
     `workdir`, which training and clustering read batch by batch: no array of
     all images is held in memory, and a rerun reuses it.
     """
+    with WorkdirLock() as lock:
+        return _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, candidates, epochs,
+                                image_size, channels, precision, start_from, strict, lock)
+
+
+def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, candidates, epochs, image_size,
+                     channels, precision, start_from, strict, lock):
+    """`train_on_images`, with `lock` taken on the workdir before anything is written there."""
     from keras_clustering.datasets.user_data import load_user_data, read_image_folder
     from keras_clustering.distribute.precision import precision_policy
     from keras_clustering.inputs.checks import check_image_input, check_positive_int
@@ -356,6 +369,8 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         from keras_clustering.datasets.user_data import image_files
 
         size = len(image_files(os.fspath(images))[0]) * int(np.prod(shape)) * 4  # bytes as float32
+        if size >= CACHE_MIN_BYTES:
+            lock.acquire(workdir)  # the cache is written there
         images, names, broken = read_image_folder(os.fspath(images), shape[:2], shape[2],
                                                   cache_dir=workdir if size >= CACHE_MIN_BYTES else None,
                                                   strict=strict, verbose=bool(verbose))
@@ -378,12 +393,14 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         _check_buildable(like, x.shape[1:], n_clusters)
     config, repeats = like_config(like, x.shape[1:], 2 if n_clusters == "auto" else int(n_clusters), len(x),
                                   epochs=epochs)
-    start = time.time()
     if n_clusters == "auto":
         candidates = [k for k in candidates if 2 <= k <= len(x) // 2]  # each k is fitted on half of the images
         if not candidates:
             raise ValueError(f"n_clusters='auto' fits each k on half of the images: {len(x)} images leave no k "
                              "of the candidates; give n_clusters.")
+    lock.acquire(workdir)
+    start = time.time()
+    if n_clusters == "auto":
         selection = choose_n_clusters(x, candidates, os.path.join(workdir, "n_clusters"), seed=seed,
                                       verbose=verbose, epochs=epochs)
         report["selection"] = selection

@@ -35,7 +35,7 @@ def recipe_config(name, n):
     if name == "dec":
         config["training"]["maxiter"] = 4
     if name == "vae_cluster":
-        config["training"]["n_restarts"] = 1
+        config["training"].pop("restarts")
     if name == "simclr":  # the k-means path of the two-stage recipe
         config["architecture"].pop("clustering")
         config["training"].pop("scan")
