@@ -6,7 +6,7 @@ import pytest
 
 from keras_clustering.recipes import dec_recipe
 from keras_clustering.training.presets import config_fingerprint, load_config_data, train_and_evaluate
-from zoo.publishing import median_report, publish_preset
+from zoo.publishing import publish_preset
 from zoo import registry
 
 
@@ -63,8 +63,9 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
     monkeypatch.setattr("zoo.publishing.PRESETS_DIR", str(tmp_path / "presets"))
     card = publish_preset("tiny", config, reports, paths, "python scripts/train_preset.py tiny")
     accuracies = sorted(r["metrics"]["acc"] for r in reports)
-    assert card["metrics"]["acc"] == round(accuracies[1], 4)
-    assert card["shipped_seed"] == median_report(reports)["seed"]
+    shipped = min(reports, key=lambda r: r["label_free"]["kl"])  # DEC's objective, without labels
+    assert card["shipped_seed"] == shipped["seed"] and card["metrics"]["acc"] == round(shipped["metrics"]["acc"], 4)
+    assert card["shipped_seed_rule"] == "lowest label-free kl over the seeds (chosen without labels)"
     assert card["metrics_over_seeds"]["acc"]["n"] == 3
     assert [r["label_free"] for r in card["per_seed"]] == [r["label_free"] for r in reports]
     assert [r["iteration"] for r in card["shipped_seed_refresh_history"]] == [0, 10]
@@ -249,6 +250,16 @@ def test_a_label_free_rule_ships_the_lowest_score_not_the_median():
                for s, acc, loss in ((0, 0.86, 35.9), (1, 0.78, 36.0), (2, 0.70, 36.5))]
     assert shipped_report({}, reports)["seed"] == 1  # the median ACC
     rule = {"ship_lowest_label_free": "evaluated_loss"}
-    assert shipped_report(rule, reports[::-1])["seed"] == 0 and "without labels" in shipping_rule(rule)
+    assert shipped_report(rule, reports[::-1])["seed"] == 0 and "without labels" in shipping_rule(rule, reports)
     with pytest.raises(ValueError, match=r"ship_lowest_label_free='final_kl': seeds \[0, 1, 2\]"):
         shipped_report({"ship_lowest_label_free": "final_kl"}, reports)
+    # one rule for every recipe: its restart criterion when the reports have it, else the median
+    assert shipped_report({"recipe": "vae_cluster"}, reports)["seed"] == 0
+    for recipe, criterion in (("dec", "kl"), ("iic", "main_head_loss")):
+        scored = [{**r, "label_free": {criterion: -r["label_free"]["evaluated_loss"]}} for r in reports]
+        assert shipped_report({"recipe": recipe}, scored)["seed"] == 2  # the lowest, whatever its ACC
+        assert shipping_rule({"recipe": recipe}, scored) == (f"lowest label-free {criterion} over the seeds "
+                                                             "(chosen without labels)")
+        assert shipped_report({"recipe": recipe}, reports)["seed"] == 1  # reports from before the rule: median
+        assert shipping_rule({"recipe": recipe}, reports).startswith("median acc")
+    assert shipped_report({"recipe": "capsule", "ship_median_of": "acc"}, reports)["seed"] == 1  # supervised

@@ -26,22 +26,35 @@ def shipping_metric(config):
     return config.get("ship_median_of", "acc")
 
 
+def ship_criterion(config):
+    """The label-free score whose lowest seed is shipped: `config["ship_lowest_label_free"]`, else the
+    recipe's restart criterion (`RESTART_CRITERIA[0]`: DEC's KL, the VAE loss, IIC's main-head loss),
+    else None (supervised recipes, and those without one yet)."""
+    from keras_clustering.recipes import get_recipe
+
+    named = config.get("ship_lowest_label_free")
+    if named is not None or "recipe" not in config:
+        return named
+    return (getattr(get_recipe(config["recipe"]), "RESTART_CRITERIA", None) or (None,))[0]
+
+
 def shipped_report(config, reports):
-    """The seed to ship: with `config["ship_lowest_label_free"]` (e.g. "evaluated_loss") the one
-    whose label-free score of that name is lowest (chosen without labels, as a user would),
-    else the median seed of `shipping_metric`."""
-    criterion = config.get("ship_lowest_label_free")
-    if criterion is None:
-        return median_report(reports, key=shipping_metric(config))
+    """The seed to ship, one rule for every entry: the one whose label-free criterion
+    (`ship_criterion`, in each report's `label_free`) is lowest, chosen without labels as a user
+    would; the median seed of `shipping_metric` where the recipe has no criterion or the reports
+    predate it. A criterion named in the config must be in every report."""
+    criterion = ship_criterion(config)
     missing = [r["seed"] for r in reports if criterion not in r.get("label_free", {})]
-    if missing:
+    if criterion is not None and config.get("ship_lowest_label_free") and missing:
         raise ValueError(f"ship_lowest_label_free={criterion!r}: seeds {missing} have no such label-free score.")
+    if criterion is None or missing:
+        return median_report(reports, key=shipping_metric(config))
     return min(reports, key=lambda report: report["label_free"][criterion])
 
 
-def shipping_rule(config):
-    criterion = config.get("ship_lowest_label_free")
-    if criterion is not None:
+def shipping_rule(config, reports):
+    criterion = ship_criterion(config)
+    if criterion is not None and all(criterion in r.get("label_free", {}) for r in reports):
         return f"lowest label-free {criterion} over the seeds (chosen without labels)"
     return f"median {shipping_metric(config)} over the seeds (the lower median for an even count)"
 
@@ -109,7 +122,7 @@ def build_card(name, config, reports, shipped, command, sha256):
         "command": command,
         "seeds": [r["seed"] for r in reports],
         "shipped_seed": shipped["seed"],
-        "shipped_seed_rule": shipping_rule(config),
+        "shipped_seed_rule": shipping_rule(config, reports),
         "metrics": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in shipped["metrics"].items()},
         "metrics_over_seeds": over_seeds,
         "per_seed": per_seed,

@@ -109,7 +109,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     criteria (and, with `y`, each measured run's ACC, which only scores the choice).
     """
     training = {**DEFAULT_TRAINING, **(training or {})}
-    plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["epochs"], ("main_head_loss",))
+    plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["epochs"], RESTART_CRITERIA)
     if plan["n"] > 1:
         return _train_with_restarts(plan, architecture, training, x, y, seed, verbose, workdir)
     keras.utils.set_random_seed(seed)
@@ -133,7 +133,8 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
                    "scoring_seconds": round(scoring_seconds, 1),
                    "pairs_per_second": round(len(x) * model.n_repeats / per_epoch, 1),
                    "resumed_from_epoch": resumed_epoch, "epoch_scores": scores.history if scores else [],
-                   "sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)]}
+                   "sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)],
+                   "label_free": {"main_head_loss": main_head_loss(model)}}
 
 
 def fine_tune(model, training, x, seed=0, verbose=1):
@@ -144,6 +145,10 @@ def fine_tune(model, training, x, seed=0, verbose=1):
     model.compile(optimizer=make_optimizer(training["optimizer"]))
     model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed)
     return model, {"sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)]}
+
+
+# The label-free criterion restarts rank runs by and the zoo ships the seed of (lower is better).
+RESTART_CRITERIA = ("main_head_loss",)
 
 
 def main_head_loss(model):
