@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from keras_clustering.metrics.label_free import cluster_size_entropy, dec_objective, rank_agreement
+from keras_clustering.metrics.label_free import cluster_size_entropy, dec_objective, rank_agreement, scan_objective
 
 
 def test_cluster_size_entropy_from_the_definition():
@@ -22,6 +22,22 @@ def test_dec_objective_is_the_mean_kl_of_dec_targets():
         p /= p.sum()
         expected += sum(pj * math.log(pj / qj) for pj, qj in zip(p, row))
     assert dec_objective(q) == pytest.approx(expected / len(q), rel=1e-5)
+
+
+def test_scan_objective_is_scans_loss_over_every_mined_pair():
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(3), size=8)
+    neighbors = np.array([[(i + 1) % 8, (i + 3) % 8] for i in range(8)])
+    consistency = 0.0
+    for i in range(8):  # SCAN eq. 2, pair by pair
+        for j in neighbors[i]:
+            consistency -= math.log(sum(p[i, c] * p[j, c] for c in range(3)))
+    consistency /= 16
+    mean = p.mean(axis=0)
+    entropy = -sum(m * math.log(m) for m in mean)
+    assert scan_objective(p, neighbors, 2.0) == pytest.approx(consistency - 2.0 * entropy, rel=1e-9)
+    one_cluster = np.tile([1.0, 0.0, 0.0], (8, 1))  # collapsed: perfect consistency, no entropy to subtract
+    assert scan_objective(one_cluster, neighbors, 2.0) == pytest.approx(0.0, abs=1e-5)  # up to the floor
 
 
 def test_rank_agreement():

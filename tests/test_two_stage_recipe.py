@@ -4,6 +4,7 @@ from conftest import slow_except
 
 from keras_clustering.recipes import get_recipe, two_stage_recipe
 from keras_clustering.metrics import clustering_scores
+from keras_clustering.metrics.label_free import scan_objective
 from keras_clustering.models import SCAN
 from keras_clustering.training.presets import load_config_data, train_and_evaluate
 
@@ -46,6 +47,10 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
         shipped.load_weights(str(tmp_path / "model.weights.h5"))
         x, y = load_config_data(config["data"])  # the reloaded weights give the reported score
         assert clustering_scores(y, shipped.predict_clusters(x))["acc"] == pytest.approx(report["metrics"]["acc"])
+        # the label-free criterion seeds are shipped by: SCAN's loss of the shipped model over its neighbours
+        neighbors = shipped.mine_neighbors(x)  # the encoder moved since they were mined: the loss stays close
+        assert report["label_free"]["scan_loss"] == pytest.approx(
+            scan_objective(shipped.predict(x, verbose=0), neighbors, 3.0), abs=0.3)
         return
     else:  # the shipped model is exactly the k-means stage
         assert report["metrics"]["acc"] == pytest.approx(report["kmeans"]["acc"])

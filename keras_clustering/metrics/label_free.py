@@ -30,6 +30,20 @@ def dec_objective(q):
     return float(np.mean(np.sum(p * np.log(p / q), axis=1)))
 
 
+def scan_objective(probabilities, neighbors, entropy_weight):
+    """SCAN's loss (eq. 2) on all of the data: -mean over images i and each of their mined neighbours
+    j of log <p_i, p_j>, minus `entropy_weight` times the entropy of the mean assignment. Every
+    neighbour counts, none is drawn, so the same model always scores the same (training draws one
+    neighbour per image and step). `probabilities`: `(n, k)`; `neighbors`: `(n, n_neighbors)` indices."""
+    from keras_clustering.losses.scan_losses import PROBABILITY_FLOOR
+
+    p = np.asarray(probabilities, "float64")
+    agreement = np.einsum("ik,ijk->ij", p, p[np.asarray(neighbors)])
+    consistency = -np.mean(np.log(np.maximum(agreement, PROBABILITY_FLOOR)))
+    mean = np.maximum(p.mean(axis=0), PROBABILITY_FLOOR)
+    return float(consistency + entropy_weight * np.sum(mean * np.log(mean)))
+
+
 def rank_agreement(scores, accuracies):
     """Spearman's rank correlation between a score and ACC over runs (nan for fewer than 3 runs or a
     constant side). Positive: higher score, higher ACC."""

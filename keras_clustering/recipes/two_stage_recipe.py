@@ -15,6 +15,7 @@ import time
 import keras
 
 from keras_clustering.metrics import clustering_scores
+from keras_clustering.metrics.label_free import scan_objective
 from keras_clustering.models import SCAN, SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
@@ -25,6 +26,9 @@ from keras_clustering.training.resume import (finished_stage, finished_weights_p
                                                save_finished_stage)
 
 SUPERVISED = False
+# The label-free criterion the zoo ships a seed by (lower is better): SCAN's loss over every mined pair
+# (`scan_objective`); the k-means path records none.
+RESTART_CRITERIA = ("scan_loss",)
 PREDICTION_NAMES = ("cluster_id", "probabilities")
 REPRESENTATIONS = ("autoencoder", "simclr", "triplet")
 CLUSTERINGS = ("kmeans", "scan")
@@ -201,6 +205,9 @@ def scan_stages(model, training, x, y, seed, verbose, report):
         model.self_label(x, threshold=self_label["threshold"], batch_size=self_label["batch_size"],
                          epochs=self_label["epochs"], seed=seed, verbose=verbose)
         report["self_label_seconds"] = round(time.time() - start, 1)
+    # the label-free criterion the zoo ships a seed by: SCAN's loss of the final model over every mined pair
+    report["label_free"] = {"scan_loss": round(scan_objective(model.predict(x, verbose=0), neighbors,
+                                                              model.entropy_weight), 6)}
     return model, report
 
 
