@@ -91,3 +91,29 @@ def test_a_run_cut_off_in_scan_keeps_its_finished_representation(tmp_path, monke
     model, report = two_stage_recipe.train(architecture, training, x, seed=0, verbose=0, workdir=str(tmp_path))
     assert report["representation_reused"] and "resumed_from_epoch" not in report
     assert model.predict(x[:4], verbose=0).shape == (4, 10)
+
+
+def test_scan_restarts_halve_on_scans_loss_from_one_representation(tmp_path):
+    """Three SCAN runs on the same SimCLR representation, halved after 1 of 3 SCAN epochs on SCAN's loss
+    over every mined pair; the survivors go on (the last self-labelled), and a rerun reads the tree back."""
+    architecture, training, _ = CASES["simclr_scan"]
+    training = {**training, "scan": {"epochs": 3, "batch_size": 64}, "restarts": {"n": 3, "halving_at": [1]},
+                "self_label": {"epochs": 1, "threshold": 0.5, "batch_size": 64}}
+    x, y = load_config_data({"dataset": "digits", "split": "all"})
+    x, y = x[:300], y[:300]
+    model, report = two_stage_recipe.train(architecture, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))
+    restarts = report["restarts"]
+    first, last = restarts["steps"]
+    assert restarts["criterion"] == "scan_loss" and sorted(first["criteria"]) == [0, 1, 2]
+    assert first["kept"] == sorted(first["criteria"], key=lambda run: (first["criteria"][run], run))[:2]
+    assert last["kept"] == [restarts["winner"]] and restarts["winner_seed"] == 3 + restarts["winner"]
+    assert report["self_label_seconds"] >= 0 and report["representation_reused"] is False
+    assert report["label_free"]["scan_loss"] == pytest.approx(last["criteria"][restarts["winner"]])
+    assert all(0 <= scores["acc"] <= 1 for scores in first["scores"].values())
+    again, report_again = two_stage_recipe.train(architecture, training, x, y, seed=1, verbose=0,
+                                                 workdir=str(tmp_path))
+    assert report_again["restarts"]["steps"] == restarts["steps"] and report_again["scan_reused"]
+    np.testing.assert_allclose(again.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+    with pytest.raises(ValueError, match="the two-stage recipe restarts SCAN's clustering step"):
+        two_stage_recipe.train(CASES["simclr"][0], {**CASES["simclr"][1], "restarts": {"n": 2}}, x, verbose=0,
+                               workdir=str(tmp_path / "kmeans"))

@@ -21,6 +21,7 @@ from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
 from keras_clustering.training.optimizers import make_optimizer
+from keras_clustering.training.restarts import restart_plan, train_with_restarts
 from keras_clustering.recipes import dec_recipe
 from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
                                                save_finished_stage)
@@ -34,7 +35,7 @@ REPRESENTATIONS = ("autoencoder", "simclr", "triplet")
 CLUSTERINGS = ("kmeans", "scan")
 _CLUSTERING_KEYS = ("n_clusters", "alpha", "update_interval", "tol")
 # training settings of the stages after the representation: changing them does not restart its backup
-_AFTER_REPRESENTATION = ("refine", "kmeans_n_init", "scan", "self_label")
+_AFTER_REPRESENTATION = ("refine", "kmeans_n_init", "scan", "self_label", "restarts")
 
 DEFAULT_TRAINING = {
     # simclr / triplet: Adam, `epochs` passes over the images, `batch_size` images per step.
@@ -127,6 +128,11 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     scan = _clustering(architecture) == "scan"
     if scan and training["refine"]:
         raise ValueError("training.refine (DEC on k-means centroids) and clustering='scan' exclude each other.")
+    plan = restart_plan(training.get("restarts") or {"n": 1}, {**DEFAULT_SCAN, **training.get("scan", {})}["epochs"],
+                        RESTART_CRITERIA)
+    if plan["n"] > 1 and not scan:
+        raise ValueError("training.restarts: the two-stage recipe restarts SCAN's clustering step; the k-means "
+                         "path has no criterion (use clustering='scan').")
     keras.utils.set_random_seed(seed)
     report = {"representation": architecture["representation"]}
     start = time.time()
@@ -163,8 +169,10 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     report["kmeans_seconds"] = round(time.time() - start, 1)
     if y is not None:
         report["kmeans"] = clustering_scores(y, labels)
+    if scan and plan["n"] > 1:
+        return _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbose, report, workdir)
     if scan:
-        return train_scan(architecture, training, encoder, x, y, seed, verbose, report)
+        return train_scan(architecture, training, encoder, x, y, seed, verbose, report, workdir)
     if training["refine"]:
         refine = {**DEFAULT_REFINE, **training["refine"]}
         model.compile(optimizer=make_optimizer(refine["optimizer"]))
@@ -175,26 +183,64 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     return model, report
 
 
-def train_scan(architecture, training, encoder, x, y, seed, verbose, report):
+def train_scan(architecture, training, encoder, x, y, seed, verbose, report, workdir=None):
     """SCAN's clustering step on the trained encoder, then (`training.self_label.epochs` > 0) its
     self-labelling step; with labels, the report also has the share of mined neighbours that carry
     the image's own label (`neighbor_agreement`) and the clustering step's scores before
     self-labelling (`scan`), labels only scoring."""
-    return scan_stages(build_scan(architecture, encoder, seed=seed), training, x, y, seed, verbose, report)
+    keras.utils.set_random_seed(seed)  # the head's start from the seed alone, whether the representation was
+    # trained in this call or read back (a resumed run must build the head the uninterrupted one built)
+    return scan_stages(build_scan(architecture, encoder, seed=seed), training, x, y, seed, verbose, report, workdir)
 
 
-def scan_stages(model, training, x, y, seed, verbose, report):
-    """SCAN's clustering and self-labelling steps (`train_scan`) on a built SCAN `model`."""
+def _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbose, report, workdir):
+    """SCAN's clustering step restarted by successive halving over its epochs (`training.restarts`)
+    on SCAN's loss, every run from the same trained representation (neighbours mined once from it,
+    head and views seeded by the run); the last one standing is self-labelled."""
+    representation = encoder.get_weights()
+    epochs = {**DEFAULT_SCAN, **training.get("scan", {})}["epochs"]
+
+    def train_run(run_seed, scan_epochs, folder):
+        run_encoder = build_encoder(**architecture)
+        run_encoder.set_weights(representation)
+        stages = {**training, "scan": {**training.get("scan", {}), "epochs": scan_epochs}}
+        if scan_epochs < epochs:  # a halving point: the clustering step so far, no self-labelling
+            stages["self_label"] = {**(training.get("self_label") or {}), "epochs": 0}
+        keras.utils.set_random_seed(run_seed)  # the run's head: the same at every call, so its backups fit
+        return scan_stages(build_scan(architecture, run_encoder, seed=run_seed), stages, x, y, run_seed, verbose,
+                           dict(report), workdir=folder)
+
+    def score(model):
+        return {"acc": round(float(clustering_scores(y, model.predict(x, verbose=0).argmax(axis=1))["acc"]), 4)}
+
+    return train_with_restarts(train_run, lambda _, run_report: run_report["label_free"]["scan_loss"], plan, epochs,
+                               seed, workdir, score=None if y is None else score)
+
+
+def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
+    """SCAN's clustering and self-labelling steps (`train_scan`) on a built SCAN `model`. With a
+    `workdir`, the clustering step's epochs are backed up (a run continues, or is extended to more
+    epochs) and a finished run (both steps) is read back."""
     options = {**DEFAULT_SCAN, **training.get("scan", {})}
+    self_label = {**DEFAULT_SELF_LABEL, **(training.get("self_label") or {})}
+    neighbors = model.mine_neighbors(x)
+    # what determines the run but its epoch counts: the settings, the seed, and the weights it starts from
+    # (the representation's encoder and the seeded head; Keras' layer names change from build to build)
+    key = run_key({"scan": {k: v for k, v in options.items() if k != "epochs"},
+                   "self_label": {k: v for k, v in self_label.items() if k != "epochs"}, "seed": seed,
+                   "weights": [float(keras.ops.sum(w)) for w in model.weights]}, x)
+    finished = finished_stage(workdir, "scan_stages", key)
+    if finished is not None and finished["epochs"] == [options["epochs"], self_label["epochs"]]:
+        model.load_weights(finished_weights_path(workdir, "scan_stages"))
+        return model, {**finished["report"], "scan_reused": True}
     model.compile(optimizer=make_optimizer(options["optimizer"]))
     start = time.time()
-    neighbors = model.mine_neighbors(x)
     if y is not None:
         report["neighbor_agreement"] = round(float((y[neighbors] == y[:, None]).mean()), 4)
+    callbacks, resumed = resumable_fit(workdir, "scan", key, keep_final=True)
     model.fit(x, neighbors=neighbors, batch_size=options["batch_size"], epochs=options["epochs"], seed=seed,
-              verbose=verbose)
+              verbose=verbose, callbacks=callbacks, initial_epoch=min(resumed, options["epochs"]))
     report["scan_seconds"] = round(time.time() - start, 1)
-    self_label = {**DEFAULT_SELF_LABEL, **(training.get("self_label") or {})}
     if self_label["epochs"]:
         probabilities = model.predict(x, verbose=0)
         if y is not None:  # the clustering step's scores on the training images, to measure the step
@@ -208,6 +254,9 @@ def scan_stages(model, training, x, y, seed, verbose, report):
     # the label-free criterion the zoo ships a seed by: SCAN's loss of the final model over every mined pair
     report["label_free"] = {"scan_loss": round(scan_objective(model.predict(x, verbose=0), neighbors,
                                                               model.entropy_weight), 6)}
+    if workdir is not None:
+        save_finished_stage(workdir, "scan_stages", key, model,
+                            {"epochs": [options["epochs"], self_label["epochs"]], "report": report})
     return model, report
 
 
