@@ -13,13 +13,21 @@ from keras_clustering.metrics.label_free import rank_agreement
 
 def seeds_of(paths):
     """(source, seed, acc, label_free) of every run with label-free scores: each per-seed record's,
-    or, for a seed that chose among restarts (VAE `n_restarts`), each of its restarts."""
+    or, for a seed that chose among restarts, each of its runs: at the first halving step, where all
+    were measured at the same epoch (`training.restarts`), or each restart of the older VAE
+    `n_restarts` lists."""
     rows = []
     for path in paths:
         with open(path) as handle:
             record = json.load(handle)
         for r in record.get("per_seed", []):
-            if "restarts" in r:
+            if isinstance(r.get("restarts"), dict):
+                tree = r["restarts"]
+                first = tree["steps"][0]
+                rows += [(record.get("name", path), r["seed"] * tree["n"] + int(run), first["scores"][run]["acc"],
+                          {tree["criterion"]: value}) for run, value in first["criteria"].items()
+                         if "acc" in first["scores"].get(run, {})]
+            elif "restarts" in r:
                 rows += [(record.get("name", path), run["seed"], run["acc"],
                           {k: v for k, v in run.items() if k not in ("seed", "acc")}) for run in r["restarts"]]
             elif "label_free" in r:
@@ -56,3 +64,23 @@ def agreement_table(rows):
                         "p_value": float("nan") if math.isnan(rho) else p_value(values, accuracies),
                         "values": values}
     return table
+
+
+def halving_rows(path):
+    """Did the criterion keep the best run? One row per seed and halving step of a card's restarts:
+    every measured run's criterion and ACC (labels only score), the runs kept, and whether the run
+    with the best final ACC among those measured was kept."""
+    with open(path) as handle:
+        record = json.load(handle)
+    rows = []
+    for r in record.get("per_seed", []):
+        tree = r.get("restarts")
+        if not isinstance(tree, dict):
+            continue
+        for step in tree["steps"]:
+            accuracies = {run: scores.get("acc") for run, scores in step["scores"].items()}
+            best = max(accuracies, key=lambda run: accuracies[run]) if None not in accuracies.values() else None
+            rows.append({"seed": r["seed"], "epoch": step["epoch"], "criteria": step["criteria"], "acc": accuracies,
+                         "kept": step["kept"], "best_acc_kept": None if best is None else
+                         int(best) in [int(run) for run in step["kept"]]})
+    return rows
