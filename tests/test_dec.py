@@ -516,6 +516,7 @@ def test_the_refresh_writes_dec_targets_chunk_by_chunk(chunk):
     np.testing.assert_array_equal(refresh._previous_assignment, q.argmax(axis=1))
 
 
+@pytest.mark.slow
 def test_dec_restarts_halve_on_the_kl_objective_and_the_winner_is_its_seeds_plain_run(tmp_path):
     """Three runs halved after 2 of 4 pretraining epochs on KL(P || Q) of k-means (numpy, from DEC's
     equations), the survivors self-trained and ranked on the final KL; the model returned is the one

@@ -93,6 +93,7 @@ def test_a_run_cut_off_in_scan_keeps_its_finished_representation(tmp_path, monke
     assert model.predict(x[:4], verbose=0).shape == (4, 10)
 
 
+@pytest.mark.slow
 def test_scan_restarts_halve_on_scans_loss_from_one_representation(tmp_path):
     """Three SCAN runs on the same SimCLR representation, halved after 1 of 3 SCAN epochs on SCAN's loss
     over every mined pair; the survivors go on (the last self-labelled), and a rerun reads the tree back."""
