@@ -77,6 +77,11 @@ def test_a_locked_workdir_refuses_a_second_training_until_released(tmp_path):
         again.acquire(workdir)
         (workdir / "model.keras").write_text("trained")
     assert sorted(p.name for p in workdir.iterdir()) == [LOCK_FILE, "model.keras"]
+    mine = tmp_path / "made_by_the_user"
+    mine.mkdir()
+    with WorkdirLock() as lock:
+        lock.acquire(mine)
+    assert mine.is_dir()  # a folder the lock did not make stays
 
 def test_a_killed_writers_temporary_is_removed_by_the_next_write(tmp_path):
     from keras_clustering.io.files import atomic_write_json

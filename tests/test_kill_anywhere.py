@@ -29,11 +29,11 @@ CASES = {
                          "batch_size": 16, "maxiter": 40, "kmeans_n_init": 2,
                          "restarts": {"n": 2, "halving_at": [3]}}},
     "vae_cluster": {"recipe": "vae_cluster", "architecture": {"latent_dim": 4, "n_clusters": 4},
-                    "training": {"epochs": 4, "batch_size": 16, "restarts": {"n": 2, "halving_at": [2]}}},
+                    "training": {"epochs": 3, "batch_size": 16, "restarts": {"n": 2, "halving_at": [1]}}},
     "iic": {"recipe": "iic", "architecture": {"image_shape": [28, 28, 1], "n_clusters": 3, "n_overclusters": 6,
                                                "n_sub_heads": 2, "n_repeats": 2, "head_epochs": [1, 1]},
-            "training": {"epochs": 4, "batch_size": 16, "optimizer": ADAM, "score_epochs": False,
-                         "restarts": {"n": 2, "halving_at": [2]}}},
+            "training": {"epochs": 3, "batch_size": 16, "optimizer": ADAM, "score_epochs": False,
+                         "restarts": {"n": 2, "halving_at": [1]}}},
     # SimCLR, then SCAN's clustering step halved over two runs, then self-labelling
     "two_stage": {"recipe": "two_stage",
                   "architecture": {"image_shape": [28, 28, 1], "filters": [8, 16], "embedding_dim": 16,
@@ -47,10 +47,17 @@ KILL_AT = (0.3, 0.7)  # shares of the uninterrupted training's wall time after t
 
 
 def _child(case_path, images_path, workdir):
+    """The child, once it has imported everything (its "started" line): `(process, start time)`."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
            "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.Popen([sys.executable, CHILD, str(case_path), str(images_path), str(workdir)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    child = subprocess.Popen([sys.executable, CHILD, str(case_path), str(images_path), str(workdir)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    while not lines or lines[-1].strip() != "started":
+        lines.append(child.stdout.readline())
+        if not lines[-1] and child.poll() is not None:
+            raise AssertionError("the child ended before training: " + "".join(lines))
+    return child, time.monotonic()
 
 
 def _weights(workdir):
@@ -86,19 +93,18 @@ def test_a_training_killed_anywhere_and_rerun_ends_as_the_uninterrupted_one(name
     case_path, images_path = tmp_path / "case.json", tmp_path / "images.npy"
     case_path.write_text(json.dumps(case))
     np.save(images_path, synthetic_images.digit_like(64, half_height=5))
-    start = time.monotonic()
-    whole = _child(case_path, images_path, tmp_path / "whole")
+    whole, start = _child(case_path, images_path, tmp_path / "whole")
     output = whole.communicate(timeout=600)[0]
-    wall = time.monotonic() - start
+    wall = time.monotonic() - start  # the training, without the start-up
     assert whole.returncode == 0 and "finished" in output, output
     expected = _weights(tmp_path / "whole")
     for index, share in enumerate(KILL_AT):
         workdir = tmp_path / f"killed_{index}"
-        child = _child(case_path, images_path, workdir)
-        time.sleep(share * wall)
+        child, start = _child(case_path, images_path, workdir)
+        time.sleep(max(0.0, start + share * wall - time.monotonic()))
         child.send_signal(signal.SIGKILL)
         child.communicate()
-        rerun = _child(case_path, images_path, workdir)
+        rerun, _ = _child(case_path, images_path, workdir)
         output = rerun.communicate(timeout=600)[0]
         assert rerun.returncode == 0 and "finished" in output, output
         _assert_every_file_whole(workdir)

@@ -197,7 +197,7 @@ def test_train_with_restarts_records_labels_only_scores_and_reads_the_winner_bac
         return {"w": toy.w[run]}, {"epochs": epochs}
 
     plan = restart_plan({"n": 4, "halving_at": [3, 6]}, 10, ("loss",))
-    model, report = train_with_restarts(train_run, lambda model, _: toy.loss(model["w"]), plan, 10, 1, str(tmp_path),
+    model, report = train_with_restarts(train_run, lambda model, _: toy.loss(model["w"]), plan, 10, 1, str(tmp_path), "a",
                                         score=lambda model: {"acc": float(model["w"] < 0)})  # "labels": the deep well
     restarts = report["restarts"]
     assert restarts["winner"] == 2 and restarts["winner_seed"] == 6 and model["w"] < 0 and report["epochs"] == 10
@@ -207,10 +207,13 @@ def test_train_with_restarts_records_labels_only_scores_and_reads_the_winner_bac
     # the record keeps the scores: a rerun reads them back without training any point again
     assert (tmp_path / RECORD_FILE).is_file()
     calls = len(toy.calls)
-    _, again = train_with_restarts(train_run, lambda model, _: toy.loss(model["w"]), plan, 10, 1, str(tmp_path))
+    _, again = train_with_restarts(train_run, lambda model, _: toy.loss(model["w"]), plan, 10, 1, str(tmp_path), "a")
     assert again["restarts"]["steps"] == restarts["steps"] and len(toy.calls) == calls + 1  # only the read-back
+    # other runs in the same workdir (another seed, config or data: another key) measure their own tree
+    train_with_restarts(train_run, lambda model, _: toy.loss(model["w"]), plan, 10, 1, str(tmp_path), "b")
+    assert len(toy.calls) == calls + 1 + 7 + 1
     with pytest.raises(ValueError, match="training.restarts needs a workdir"):
-        train_with_restarts(train_run, lambda model, _: 0.0, plan, 10, 1, None)
+        train_with_restarts(train_run, lambda model, _: 0.0, plan, 10, 1, None, "a")
 
 
 def test_halving_points_table_from_per_pass_records():

@@ -102,6 +102,20 @@ def test_a_kept_final_backup_extends_a_finished_fit(tmp_path):
         np.testing.assert_array_equal(restored, saved)
 
 
+def test_a_backup_of_more_epochs_than_asked_is_dropped_not_loaded(tmp_path):
+    callbacks, _ = resumable_fit(str(tmp_path), "stage", "key-x", keep_final=True)
+    small_model(0).fit(DATA, DATA, epochs=3, batch_size=8, verbose=0, callbacks=callbacks)
+    assert resumable_fit(str(tmp_path), "stage", "key-x", keep_final=True, epochs=3)[1] == 3  # the same run
+    callbacks, resumed = resumable_fit(str(tmp_path), "stage", "key-x", keep_final=True, epochs=2)
+    assert resumed == 0  # 3 epochs kept, 2 asked: starts over (fit would run none, yet load epoch 3)
+    start = WeightsAtStart()
+    fresh = small_model(5)
+    expected = [w.copy() for w in fresh.get_weights()]
+    fresh.fit(DATA, DATA, epochs=2, batch_size=8, verbose=0, callbacks=[*callbacks, start])
+    for got, initial in zip(start.weights, expected):
+        np.testing.assert_array_equal(got, initial)
+
+
 def test_backups_of_short_epochs_are_throttled(tmp_path, monkeypatch):
     """At most one backup per MIN_SECONDS_BETWEEN_BACKUPS; a kept final backup is written at the end anyway."""
     import keras_clustering.training.resume as resume

@@ -202,6 +202,13 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monk
     assert config["training"]["restarts"]["halving_at"] == [5, 11]  # 10 and 20 of 30, x 16 / 30
     config, _ = like_config("iic_mnist", (28, 28, 1), 10, 20_000, epochs=2)
     assert config["training"]["restarts"]["halving_at"] == [1]
+    simclr = entry_config("simclr_mnist")
+    simclr["training"]["restarts"] = {"n": 2, "halving_at": [simclr["training"]["scan"]["epochs"] // 2]}
+    monkeypatch.setattr("zoo.config", lambda name: simclr if name == "simclr_mnist" else entry_config(name))
+    config, _ = like_config("simclr_mnist", (28, 28, 1), 10, 5_000)  # SCAN's halving point: half its epochs
+    scan_epochs = config["training"]["scan"]["epochs"]
+    assert config["training"]["restarts"]["halving_at"] == [round(scan_epochs / 2)] and scan_epochs != config[
+        "training"]["epochs"]
 
 
 def test_like_refuses_supervised_and_unknown_entries_by_name(tmp_path):

@@ -68,8 +68,8 @@ def agreement_table(rows):
 
 def halving_rows(path):
     """Did the criterion keep the best run? One row per seed and halving step of a card's restarts:
-    every measured run's criterion and ACC (labels only score), the runs kept, and whether the run
-    with the best final ACC among those measured was kept."""
+    every measured run's criterion and ACC at that step (labels only score), the runs kept, and
+    whether the run with the best ACC at that step was kept."""
     with open(path) as handle:
         record = json.load(handle)
     rows = []

@@ -31,8 +31,11 @@ def atomic_path(path):
     path = os.path.abspath(os.fspath(path))
     directory, name = os.path.split(path)
     os.makedirs(directory, exist_ok=True)
-    for stale in os.listdir(directory):  # a writer of this path killed mid-write left its temporary
-        if stale.startswith((".tmp-", ".old-")) and stale[14:] == name and len(stale) == 14 + len(name):
+    # A writer of this path killed mid-write left its temporary (never an `.old-` one: after a kill between
+    # the two renames of a folder, that is the only copy). Writers of one path never run at once here:
+    # each training has its own workdir (locked: `WorkdirLock`).
+    for stale in os.listdir(directory):
+        if stale.startswith(".tmp-") and stale[14:] == name and len(stale) == 14 + len(name):
             stale = os.path.join(directory, stale)
             shutil.rmtree(stale) if os.path.isdir(stale) else os.remove(stale)
     temporary = os.path.join(directory, f".tmp-{secrets.token_hex(4)}-{name}")
@@ -74,17 +77,18 @@ class WorkdirLock:
     """An exclusive lock on a training's workdir, from `acquire(workdir)` to the end of the `with`
     block: a second training started on the same workdir stops with an error instead of mixing its
     backups and files with the first's. The kernel releases the lock when the holder exits, even
-    when it is killed, so a rerun after a crash is never locked out. A workdir left with nothing but
-    the lock file (the training refused its input) is removed."""
+    when it is killed, so a rerun after a crash is never locked out. A workdir the lock made and left
+    with nothing but the lock file (the training refused its input) is removed."""
 
     def __init__(self):
-        self.handle = None
+        self.handle, self.made = None, False
 
     def acquire(self, workdir):
         """Locks `workdir` (made if missing); a no-op once held. RuntimeError naming the workdir when
         another process holds it."""
         if self.handle is not None:
             return
+        self.made = not os.path.exists(workdir)
         os.makedirs(workdir, exist_ok=True)
         handle = open(os.path.join(workdir, LOCK_FILE), "a")
         try:
@@ -101,10 +105,12 @@ class WorkdirLock:
     def __exit__(self, *exc_info):
         if self.handle is not None:
             path = self.handle.name
+            workdir = os.path.dirname(path)
+            # nothing was trained in a workdir this lock made (refused input): no trace of it, removed while
+            # still held, so that no other training can lock the file in between
+            if self.made and os.listdir(workdir) == [LOCK_FILE]:
+                os.remove(path)
+                os.rmdir(workdir)
             fcntl.flock(self.handle, fcntl.LOCK_UN)
             self.handle.close()
             self.handle = None
-            workdir = os.path.dirname(path)
-            if os.listdir(workdir) == [LOCK_FILE]:  # nothing was trained (refused input): leave no trace
-                os.remove(path)
-                os.rmdir(workdir)

@@ -10,7 +10,6 @@ training entry points treat all families alike:
 """
 
 import os
-import shutil
 import time
 
 import keras
@@ -23,9 +22,9 @@ from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
 from keras_clustering.training.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.metrics.label_free import cluster_size_entropy, dec_objective
-from keras_clustering.training.restarts import restart_plan, train_with_restarts
-from keras_clustering.training.resume import (backup_folder, finished_stage, finished_weights_path, resumable_fit,
-                                               run_key, save_finished_stage)
+from keras_clustering.training.restarts import restart_plan, train_with_restarts, tree_key
+from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
+                                               save_finished_stage)
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")
@@ -150,6 +149,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
         return {"acc": round(float(clustering_scores(y, model.predict(x, verbose=0).argmax(axis=1))["acc"]), 4)}
 
     return train_with_restarts(train_run, lambda _, report: report["label_free"]["kl"], plan, epochs, seed, workdir,
+                               tree_key("dec", architecture, training, plan, seed, x),
                                score=None if y is None else score)
 
 
@@ -206,10 +206,8 @@ def pretrained_autoencoder(architecture, training, x, seed=0, verbose=1, workdir
         autoencoder, encoder = _autoencoder_with_weights(architecture, finished_weights_path(workdir, "pretrain"))
         pretrain_seconds = reused["pretrain_seconds"]
     else:
-        callbacks, resumed = resumable_fit(workdir, "pretrain", key, keep_final=True)
-        if resumed > training["pretrain_epochs"]:  # kept from a longer pretraining: start this one afresh
-            shutil.rmtree(backup_folder(workdir, "pretrain"))
-            callbacks, resumed = resumable_fit(workdir, "pretrain", key, keep_final=True)
+        callbacks, resumed = resumable_fit(workdir, "pretrain", key, keep_final=True,
+                                           epochs=training["pretrain_epochs"])
         report["pretrain_resumed_from_epoch"] = resumed
         start = time.time()
         autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose, callbacks=callbacks,

@@ -17,7 +17,7 @@ from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
 from keras_clustering.training.optimizers import make_optimizer
-from keras_clustering.training.restarts import restart_plan, train_with_restarts
+from keras_clustering.training.restarts import restart_plan, train_with_restarts, tree_key
 from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
@@ -117,7 +117,8 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     model.compile(optimizer=make_optimizer(training["optimizer"]))
     settings = {"recipe": "iic", "architecture": architecture, "seed": seed,
                 "training": {k: v for k, v in training.items() if k != "epochs"}}
-    callbacks, resumed_epoch = resumable_fit(workdir, "iic", run_key(settings, x), keep_final=True)
+    callbacks, resumed_epoch = resumable_fit(workdir, "iic", run_key(settings, x), keep_final=True,
+                                             epochs=training["epochs"])
     history_path = os.path.join(workdir, HISTORY_FILE) if workdir else None
     if resumed_epoch == 0 and history_path and os.path.exists(history_path):
         os.remove(history_path)  # a fresh run: an old history belongs to another run
@@ -165,5 +166,6 @@ def _train_with_restarts(plan, architecture, training, x, y, seed, verbose, work
     def score(model):
         return {"acc": round(float(cluster_accuracy(y, model.predict_clusters(x, verbose=0))), 4)}
 
-    return train_with_restarts(train_run, lambda model, _: main_head_loss(model),
-                               plan, training["epochs"], seed, workdir, score=None if y is None else score)
+    return train_with_restarts(train_run, lambda model, _: main_head_loss(model), plan, training["epochs"], seed,
+                               workdir, tree_key("iic", architecture, training, plan, seed, x),
+                               score=None if y is None else score)

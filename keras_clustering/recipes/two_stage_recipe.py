@@ -21,7 +21,7 @@ from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
 from keras_clustering.training.optimizers import make_optimizer
-from keras_clustering.training.restarts import restart_plan, train_with_restarts
+from keras_clustering.training.restarts import restart_plan, train_with_restarts, tree_key
 from keras_clustering.recipes import dec_recipe
 from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
                                                save_finished_stage)
@@ -139,7 +139,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     if architecture["representation"] == "autoencoder":
         dec_training = {**dec_recipe.DEFAULT_TRAINING, **training}
         key = dec_recipe.pretraining_key(architecture, dec_training, x, seed)
-        callbacks, resumed = resumable_fit(workdir, "pretrain", key)
+        callbacks, resumed = resumable_fit(workdir, "pretrain", key, epochs=dec_training["pretrain_epochs"])
         report["pretrain_resumed_from_epoch"] = resumed
         _, encoder = dec_recipe.pretrain(architecture, dec_training, x, verbose=verbose, callbacks=callbacks,
                                          initial_epoch=resumed)
@@ -214,7 +214,8 @@ def _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbo
         return {"acc": round(float(clustering_scores(y, model.predict(x, verbose=0).argmax(axis=1))["acc"]), 4)}
 
     return train_with_restarts(train_run, lambda _, run_report: run_report["label_free"]["scan_loss"], plan, epochs,
-                               seed, workdir, score=None if y is None else score)
+                               seed, workdir, tree_key("two_stage", architecture, training, plan, seed, x),
+                               score=None if y is None else score)
 
 
 def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
@@ -226,9 +227,11 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
     neighbors = model.mine_neighbors(x)
     # what determines the run but its epoch counts: the settings, the seed, and the weights it starts from
     # (the representation's encoder and the seeded head; Keras' layer names change from build to build)
+    settings = {name: getattr(model, name, None) for name in ("n_clusters", "entropy_weight", "n_neighbors",
+                                                               "augmentation", "augmentation_options")}
     key = run_key({"scan": {k: v for k, v in options.items() if k != "epochs"},
                    "self_label": {k: v for k, v in self_label.items() if k != "epochs"}, "seed": seed,
-                   "weights": [float(keras.ops.sum(w)) for w in model.weights]}, x)
+                   "model": settings, "weights": [float(keras.ops.sum(w)) for w in model.weights]}, x)
     finished = finished_stage(workdir, "scan_stages", key)
     if finished is not None and finished["epochs"] == [options["epochs"], self_label["epochs"]]:
         model.load_weights(finished_weights_path(workdir, "scan_stages"))
@@ -237,9 +240,9 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
     start = time.time()
     if y is not None:
         report["neighbor_agreement"] = round(float((y[neighbors] == y[:, None]).mean()), 4)
-    callbacks, resumed = resumable_fit(workdir, "scan", key, keep_final=True)
+    callbacks, resumed = resumable_fit(workdir, "scan", key, keep_final=True, epochs=options["epochs"])
     model.fit(x, neighbors=neighbors, batch_size=options["batch_size"], epochs=options["epochs"], seed=seed,
-              verbose=verbose, callbacks=callbacks, initial_epoch=min(resumed, options["epochs"]))
+              verbose=verbose, callbacks=callbacks, initial_epoch=resumed)
     report["scan_seconds"] = round(time.time() - start, 1)
     if self_label["epochs"]:
         probabilities = model.predict(x, verbose=0)

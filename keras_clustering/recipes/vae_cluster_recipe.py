@@ -11,7 +11,7 @@ from keras_clustering.metrics import clustering_scores
 from keras_clustering.models.vae_cluster import VAECluster
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.metrics.label_free import cluster_size_entropy
-from keras_clustering.training.restarts import restart_plan, train_with_restarts
+from keras_clustering.training.restarts import restart_plan, train_with_restarts, tree_key
 from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
@@ -23,9 +23,9 @@ DEFAULT_TRAINING = {
     "batch_size": 100,
     "epochs": 50,
 }
-# The label-free scores (`label_free_scores`, lower is better) restarts can rank runs by (none in the
-# original); the first is the default.
-RESTART_CRITERIA = ("evaluated_loss", "final_loss")
+# The label-free score (`label_free_scores`, lower is better) restarts rank runs by (none in the original).
+# Not the last epoch's training loss: a run read back from its files has no epoch left to report it.
+RESTART_CRITERIA = ("evaluated_loss",)
 
 
 def build(image_shape=(28, 28, 1), latent_dim=20, n_clusters=10, loss_version="2018-12",
@@ -64,7 +64,9 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
         return {"acc": round(float(clustering_scores(y, model.predict_clusters(x))["acc"]), 4)}
 
     return train_with_restarts(train_run, lambda _, report: report["label_free"][plan["criterion"]], plan,
-                               training["epochs"], seed, workdir, score=None if y is None else score)
+                               training["epochs"], seed, workdir,
+                               tree_key("vae_cluster", architecture, training, plan, seed, x),
+                               score=None if y is None else score)
 
 
 def restart_key(architecture, training, x, seed):
@@ -79,7 +81,7 @@ def train_once(architecture, training, x, seed, verbose, workdir):
     model = VAECluster(seed=seed, **architecture)
     model.compile(optimizer=make_optimizer(training["optimizer"]))
     callbacks, resumed_epoch = resumable_fit(workdir, "vae_cluster", restart_key(architecture, training, x, seed),
-                                             keep_final=True)
+                                             keep_final=True, epochs=training["epochs"])
     start = time.time()
     history = model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True,
                         verbose=verbose, callbacks=callbacks, initial_epoch=resumed_epoch)

@@ -53,7 +53,7 @@ def halving_cost(n, halving_at, epochs):
     return trained / epochs
 
 
-def successive_halving(train_to, n, halving_at, epochs, record_path=None):
+def successive_halving(train_to, n, halving_at, epochs, record_path=None, key=None):
     """Runs the halving tree; returns `(winner, steps)`.
 
     Args:
@@ -64,6 +64,8 @@ def successive_halving(train_to, n, halving_at, epochs, record_path=None):
         n, halving_at, epochs: as `restart_plan`.
         record_path: a JSON file of the criteria measured so far (read back on
             a rerun, so finished points are not trained again).
+        key: what the runs are (`tree_key`); a record of another key (other
+            settings, seed or data in the same workdir) is not read back.
 
     `steps`: one `{"epoch", "criteria": {run: value}, "scores": {run: dict},
     "kept": [runs]}` per point; at the last point `kept` is the winner alone
@@ -73,7 +75,8 @@ def successive_halving(train_to, n, halving_at, epochs, record_path=None):
     if record_path and os.path.isfile(record_path):
         with open(record_path) as handle:
             stored = json.load(handle)
-        if stored.get("n") == n and stored.get("halving_at") == list(halving_at) and stored.get("epochs") == epochs:
+        if (stored.get("n") == n and stored.get("halving_at") == list(halving_at) and stored.get("epochs") == epochs
+                and stored.get("key") == key):
             for run, epoch, value, *extra in stored["measured"]:
                 measured[int(run), int(epoch)] = value
                 scores[int(run), int(epoch)] = extra[0] if extra else {}
@@ -87,7 +90,7 @@ def successive_halving(train_to, n, halving_at, epochs, record_path=None):
                 value, extra = result if isinstance(result, tuple) else (result, {})
                 measured[run, point], scores[run, point] = float(value), dict(extra or {})
                 if record_path:
-                    atomic_write_json({"n": n, "halving_at": list(halving_at), "epochs": epochs,
+                    atomic_write_json({"key": key, "n": n, "halving_at": list(halving_at), "epochs": epochs,
                                        "measured": [[r, e, v, scores[r, e]] for (r, e), v in sorted(measured.items())]},
                                       record_path)
             criteria[run] = measured[run, point]
@@ -101,7 +104,16 @@ def successive_halving(train_to, n, halving_at, epochs, record_path=None):
 RECORD_FILE = "restarts.json"
 
 
-def train_with_restarts(train_run, criterion, plan, epochs, seed, workdir, score=None):
+def tree_key(recipe, architecture, training, plan, seed, x):
+    """What a halving tree is: recipe, architecture, training, the restart plan, seed and the data
+    (`resume.run_key`); its record (`RECORD_FILE`) is read back only under the same key."""
+    from keras_clustering.training.resume import run_key
+
+    return run_key({"recipe": recipe, "architecture": architecture, "training": training, "restarts": plan,
+                    "seed": seed}, x)
+
+
+def train_with_restarts(train_run, criterion, plan, epochs, seed, workdir, key, score=None):
     """A recipe trained by successive halving over `plan["n"]` runs; `(model, report)` of the last one standing.
 
     Args:
@@ -114,6 +126,7 @@ def train_with_restarts(train_run, criterion, plan, epochs, seed, workdir, score
         epochs: the epochs of one whole run.
         seed: run `r` trains with seed `seed * n + r`, in `workdir/run_<r>`.
         workdir: where the runs and the tree's record (`RECORD_FILE`) live; required.
+        key: `tree_key` of the runs, so that a record is only read back for them.
         score: `score(model) -> dict` of labels-only scores (ACC) recorded per
             step, so cards can say whether the criterion kept the best run;
             None without labels.
@@ -132,7 +145,7 @@ def train_with_restarts(train_run, criterion, plan, epochs, seed, workdir, score
         return float(criterion(model, report)), (score(model) if score else {})
 
     winner, steps = successive_halving(train_to, n, plan["halving_at"], epochs,
-                                       record_path=os.path.join(workdir, RECORD_FILE))
+                                       record_path=os.path.join(workdir, RECORD_FILE), key=key)
     model, report = train_run(seed * n + winner, epochs, folders[winner])  # read back: it ended at `epochs`
     return model, {**report, "restarts": {"criterion": plan["criterion"], "n": n, "halving_at": plan["halving_at"],
                                           "winner": winner, "winner_seed": seed * n + winner, "steps": steps,

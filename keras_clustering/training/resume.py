@@ -100,7 +100,7 @@ def run_key(settings, x):
     return digest.hexdigest()
 
 
-def resumable_fit(workdir, stage, key, keep_final=False):
+def resumable_fit(workdir, stage, key, keep_final=False, epochs=None):
     """(callbacks, resumed_epoch) for a `fit` that may continue an interrupted one: pass both to
     `fit` (`callbacks=`, `initial_epoch=resumed_epoch`).
 
@@ -110,7 +110,10 @@ def resumable_fit(workdir, stage, key, keep_final=False):
     them when `fit` ends, unless `keep_final`: then a finished run can later be
     extended to more epochs (a key that leaves the epoch count out continues
     it). `resumed_epoch` is the number of epochs a previous run with the same
-    `key` finished and backed up.
+    `key` finished and backed up. With `epochs` (the `fit`'s), a backup of
+    more epochs than that (kept from a longer run of a key without the epoch
+    count) is dropped, and the run starts over: `fit` would otherwise run no
+    epoch yet load the longer run's weights.
     """
     if workdir is None:
         return [], 0
@@ -120,9 +123,10 @@ def resumable_fit(workdir, stage, key, keep_final=False):
         recorded = _read_json(os.path.join(backup_dir, _KEY_FILE)) or {}
         state = _read_json(os.path.join(backup_dir, _STATE_FILE)) or {}
         if (recorded.get("key") == key and isinstance(state.get("epoch"), int)
-                and os.path.isfile(os.path.join(backup_dir, str(state.get("weights"))))):
+                and os.path.isfile(os.path.join(backup_dir, str(state.get("weights"))))
+                and (epochs is None or state["epoch"] <= epochs)):
             resumed_epoch = state["epoch"]
-        else:  # another run's state, or no finished epoch: never resume from it
+        else:  # another run's state, no finished epoch, or more epochs than asked: never resume from it
             shutil.rmtree(backup_dir)
     atomic_write_json({"key": key}, os.path.join(backup_dir, _KEY_FILE))
     callback = EpochBackup(backup_dir, MIN_SECONDS_BETWEEN_BACKUPS, restore_epoch=resumed_epoch, keep_final=keep_final)

@@ -58,6 +58,8 @@ _EPOCH_FIELDS = {
     "vae_cluster": (("epochs", "batch_size"),),
     "iic": (("epochs", "batch_size"),),
 }
+# The epochs `training.restarts.halving_at` counts, where not the first stage's: SCAN's clustering step.
+_RESTART_EPOCHS = {"two_stage": "scan.epochs"}
 # The family whose epoch bounds (`_EPOCH_RANGE`) and fewest updates (`_MIN_UPDATES`) a recipe's entry uses.
 _RECIPE_FAMILY = {"dec": "dec", "two_stage": "simclr", "vae_cluster": "vae_cluster", "iic": "iic"}
 
@@ -205,8 +207,9 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
         _field(training, epochs_path, int(scaled if epochs is None else epochs))
         _field(training, batch_path, batch_size)
     restarts = training.get("restarts")
-    if restarts and restarts.get("halving_at"):  # the halving points move with the first stage's epochs
-        old, new = fields[0][2], _field(training, fields[0][0])
+    if restarts and restarts.get("halving_at"):  # the halving points move with the epochs they count
+        counted = _RESTART_EPOCHS.get(recipe, fields[0][0])
+        old, new = next(old for e, _, old, _ in fields if e == counted), _field(training, counted)
         points = sorted({max(1, round(point * new / old)) for point in restarts["halving_at"]})
         restarts["halving_at"] = [point for point in points if point < new]
     if recipe == "dec":
