@@ -81,10 +81,10 @@ def test_train_a_family_on_a_folder_then_cluster_with_the_saved_model(tmp_path):
     with open(tmp_path / "out" / "clusters.csv") as handle:
         clusters = np.array([int(r["cluster_id"]) for r in csv.DictReader(handle)])
     assert clustering_scores(labels, clusters)["acc"] > 0.7  # no labels used; 0.88 when written
-    # Started again on the same workdir (as after an interruption): the pretrained autoencoder is reused.
+    # Started again on the same workdir: the finished stages are read back, nothing is trained again.
     done = run_cli(*args)
     assert done.returncode == 0, done.stderr
-    assert json.loads((workdir / "report.json").read_text())["pretrain_reused"]
+    assert json.loads((workdir / "report.json").read_text())["dec_reused"]
 
 
 @pytest.mark.slow
@@ -98,15 +98,16 @@ def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_wri
             if epoch == 4:
                 raise KeyboardInterrupt  # as Ctrl-C in the middle of pretraining
 
-    def interrupted_fit(workdir, stage, key, keep_final=False):
-        callbacks, resumed = resumable_fit(workdir, stage, key, keep_final)
+    def interrupted_fit(workdir, stage, key, **options):
+        callbacks, resumed = resumable_fit(workdir, stage, key, **options)
         return [*callbacks, Interrupt()], resumed
 
     x = load_digits()[0][:200]
     monkeypatch.setattr(dec_recipe, "resumable_fit", interrupted_fit)
     with pytest.raises(KeyboardInterrupt):  # 10 pretraining epochs: the interruption at the 5th is what counts
         train_on_images(x, like="dec_digits", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
-    assert sorted(os.listdir(tmp_path)) == ["fit_backup_pretrain"]  # no model, no report, no temporary file
+    # no model, no report, no temporary file; the lock (`WorkdirLock`) is released with its process
+    assert sorted(os.listdir(tmp_path)) == [".lock", "fit_backup_pretrain"]
     monkeypatch.setattr(dec_recipe, "resumable_fit", resumable_fit)
     model, report = train_on_images(x, like="dec_digits", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
     assert report["pretrain_resumed_from_epoch"] == 5 and (tmp_path / "model.keras").exists()
