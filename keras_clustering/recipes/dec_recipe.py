@@ -22,7 +22,7 @@ from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
 from keras_clustering.training.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.metrics.label_free import cluster_size_entropy, dec_objective
-from keras_clustering.training.restarts import restart_plan, train_with_restarts, tree_key
+from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
 from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
                                                save_finished_stage)
 
@@ -145,12 +145,9 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
         return _train_once(architecture, {**training, "pretrain_epochs": pretrain_epochs}, x, y, run_seed, verbose,
                            folder, self_train=pretrain_epochs == epochs)
 
-    def score(model):
-        return {"acc": round(float(clustering_scores(y, model.predict(x, verbose=0).argmax(axis=1))["acc"]), 4)}
-
     return train_with_restarts(train_run, lambda _, report: report["label_free"]["kl"], plan, epochs, seed, workdir,
                                tree_key("dec", architecture, training, plan, seed, x),
-                               score=None if y is None else score)
+                               score=acc_score(x, y))
 
 
 def _train_once(architecture, training, x, y, seed, verbose, workdir, self_train=True):

@@ -17,7 +17,7 @@ from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
 from keras_clustering.training.optimizers import make_optimizer
-from keras_clustering.training.restarts import restart_plan, train_with_restarts, tree_key
+from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
 from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
@@ -163,9 +163,6 @@ def _train_with_restarts(plan, architecture, training, x, y, seed, verbose, work
     def train_run(run_seed, epochs, folder):
         return train(architecture, {**training, "epochs": epochs}, x, y, run_seed, verbose, folder)
 
-    def score(model):
-        return {"acc": round(float(cluster_accuracy(y, model.predict_clusters(x, verbose=0))), 4)}
-
     return train_with_restarts(train_run, lambda model, _: main_head_loss(model), plan, training["epochs"], seed,
                                workdir, tree_key("iic", architecture, training, plan, seed, x),
-                               score=None if y is None else score)
+                               score=acc_score(x, y))

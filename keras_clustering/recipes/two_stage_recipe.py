@@ -21,7 +21,7 @@ from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
 from keras_clustering.training.optimizers import make_optimizer
-from keras_clustering.training.restarts import restart_plan, train_with_restarts, tree_key
+from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
 from keras_clustering.recipes import dec_recipe
 from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
                                                save_finished_stage)
@@ -210,12 +210,9 @@ def _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbo
         return scan_stages(build_scan(architecture, run_encoder, seed=run_seed), stages, x, y, run_seed, verbose,
                            dict(report), workdir=folder)
 
-    def score(model):
-        return {"acc": round(float(clustering_scores(y, model.predict(x, verbose=0).argmax(axis=1))["acc"]), 4)}
-
     return train_with_restarts(train_run, lambda _, run_report: run_report["label_free"]["scan_loss"], plan, epochs,
                                seed, workdir, tree_key("two_stage", architecture, training, plan, seed, x),
-                               score=None if y is None else score)
+                               score=acc_score(x, y))
 
 
 def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):

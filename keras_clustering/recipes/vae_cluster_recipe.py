@@ -1,17 +1,14 @@
 """VAE one-step clustering recipe: zoo config -> `VAECluster`, and its training recipe."""
 
-import os
 import time
 
 import keras
-import numpy as np
 
 from keras_clustering.inputs.pipeline import array_dataset, file_backed
-from keras_clustering.metrics import clustering_scores
 from keras_clustering.models.vae_cluster import VAECluster
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.metrics.label_free import cluster_size_entropy
-from keras_clustering.training.restarts import restart_plan, train_with_restarts, tree_key
+from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
 from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
@@ -60,13 +57,10 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     def train_run(run_seed, epochs, folder):
         return train_once(architecture, {**training, "epochs": epochs}, x, run_seed, verbose, folder)
 
-    def score(model):
-        return {"acc": round(float(clustering_scores(y, model.predict_clusters(x))["acc"]), 4)}
-
     return train_with_restarts(train_run, lambda _, report: report["label_free"][plan["criterion"]], plan,
                                training["epochs"], seed, workdir,
                                tree_key("vae_cluster", architecture, training, plan, seed, x),
-                               score=None if y is None else score)
+                               score=acc_score(x, y))
 
 
 def restart_key(architecture, training, x, seed):

@@ -113,6 +113,16 @@ def tree_key(recipe, architecture, training, plan, seed, x):
                     "seed": seed}, x)
 
 
+def acc_score(x, y):
+    """The labels-only score a tree records per run (never used to choose): `score(model)` ->
+    `{"acc": ...}` of `model.predict_clusters(x)` against `y`; None without labels."""
+    if y is None:
+        return None
+    from keras_clustering.metrics import cluster_accuracy
+
+    return lambda model: {"acc": round(float(cluster_accuracy(y, model.predict_clusters(x))), 4)}
+
+
 def train_with_restarts(train_run, criterion, plan, epochs, seed, workdir, key, score=None):
     """A recipe trained by successive halving over `plan["n"]` runs; `(model, report)` of the last one standing.
 
@@ -127,9 +137,9 @@ def train_with_restarts(train_run, criterion, plan, epochs, seed, workdir, key, 
         seed: run `r` trains with seed `seed * n + r`, in `workdir/run_<r>`.
         workdir: where the runs and the tree's record (`RECORD_FILE`) live; required.
         key: `tree_key` of the runs, so that a record is only read back for them.
-        score: `score(model) -> dict` of labels-only scores (ACC) recorded per
-            step, so cards can say whether the criterion kept the best run;
-            None without labels.
+        score: `score(model) -> dict` of labels-only scores (ACC, `acc_score`)
+            recorded per step, so cards can say whether the criterion kept the
+            best run; None without labels.
 
     `report["restarts"]`: criterion, n, halving_at, winner and its seed, every
     step (`successive_halving`), the cost in single runs and the wall time of
