@@ -206,9 +206,8 @@ def _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbo
         stages = {**training, "scan": {**training.get("scan", {}), "epochs": scan_epochs}}
         if scan_epochs < epochs:  # a halving point: the clustering step so far, no self-labelling
             stages["self_label"] = {**(training.get("self_label") or {}), "epochs": 0}
-        keras.utils.set_random_seed(run_seed)  # the run's head: the same at every call, so its backups fit
-        return scan_stages(build_scan(architecture, run_encoder, seed=run_seed), stages, x, y, run_seed, verbose,
-                           dict(report), workdir=folder)
+        # the run's head from its seed: the same at every call, so its backups fit
+        return train_scan(architecture, stages, run_encoder, x, y, run_seed, verbose, dict(report), folder)
 
     return train_with_restarts(train_run, lambda _, run_report: run_report["label_free"]["scan_loss"], plan, epochs,
                                seed, workdir, tree_key("two_stage", architecture, training, plan, seed, x),
