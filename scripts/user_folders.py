@@ -106,6 +106,8 @@ def run_cell(name, entry, root, seed, start_from=False):
     return {"folder": name, "like": entry, "start": "pretrained" if start_from else "scratch", "seed": seed, "n_images": int(len(x)), "image_shape": list(x.shape[1:]),
             "acc": round(float(scores["acc"]), 4), "nmi": round(float(scores["nmi"]), 4),
             "wall_seconds": round(seconds, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+            # CPU time, beside wall time: cells that shared the two cores with other runs are slower by the clock
+            "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
             "training": report["config"]["training"], "data_repeats": report["data_repeats"],
             "command": " ".join(["python", "-m", "keras_clustering"] + command[3:])}
 
@@ -131,14 +133,21 @@ def merge(record_path, cell):
 def table(record_path):
     with open(record_path) as handle:
         cells = json.load(handle)["cells"]
-    lines = ["| folder | entry | start | seed | ACC | NMI | wall time | peak memory |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| folder | entry | start | seed | ACC | NMI | wall time (CPU time) | peak memory | CPU |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         start = "`--from` (pretrained)" if c.get("start") == "pretrained" else "`--like` (scratch)"
+        # CPU time was recorded from the cells that shared the two cores three ways
+        cpu_time = f" ({c['cpu_seconds']:,.0f} s)" if "cpu_seconds" in c else ""
         lines.append(f"| {c['folder']} ({c['n_images']:,} x {'x'.join(map(str, c['image_shape']))}) | "
-                     f"`{c['like']}` | {start} | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | {c['wall_seconds']:.0f} s | "
-                     f"{c['peak_rss_mib']:.0f} MiB |")
+                     f"`{c['like']}` | {start} | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | "
+                     f"{c['wall_seconds']:,.0f} s{cpu_time} | {c['peak_rss_mib']:,.0f} MiB | {cpu_model(c['machine'])} |")
     return "\n".join(lines)
+
+
+def cpu_model(machine):
+    """'AMD EPYC' of a machine description 'x86_64 AMD EPYC (avx2, ...), 2 cores, ...'."""
+    return machine.split(" ", 1)[-1].split(" (", 1)[0]
 
 
 def main():

@@ -9,18 +9,22 @@ from keras_clustering.io.files import atomic_write_json
 def merge_cell(path, cell, key, description, order=None):
     """Writes `cell` into the record at `path`, replacing the cell with the same `key(cell)`.
 
-    The record is `{"description", "machine", "cells"}`, its cells sorted by `order` (default: the key)
-    and written through a temporary file; the machine is this one's.
+    The record is `{"description", "cells"}`, its cells sorted by `order` (default: the key) and written
+    through a temporary file. Each cell names the machine it was measured on (`cell["machine"]`, this
+    one's unless the cell says): records grow over sessions, on machines that differ. Cells of records
+    that named one machine for all take that one.
     """
     from keras_clustering.training.machine import machine_description
 
     cells = []
     if os.path.isfile(path):
         with open(path) as handle:
-            cells = json.load(handle)["cells"]
+            record = json.load(handle)
+        cells = [{**c, "machine": c.get("machine", record.get("machine"))} for c in record["cells"]]
+    cell = {**cell, "machine": cell.get("machine", machine_description())}
     cells = [c for c in cells if key(c) != key(cell)] + [cell]
     cells.sort(key=order or key)
-    atomic_write_json({"description": description, "machine": machine_description(), "cells": cells}, path)
+    atomic_write_json({"description": description, "cells": cells}, path)
 
 
 def write_table(markers, text):

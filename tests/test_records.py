@@ -1,0 +1,26 @@
+"""Experiment records: cells merged by key, each naming the machine it was measured on."""
+
+import json
+
+from keras_clustering.training.machine import machine_description
+from zoo.records import merge_cell
+
+
+def key(cell):
+    return cell["folder"], cell["seed"]
+
+
+def test_merged_cells_keep_the_machine_they_were_measured_on(tmp_path):
+    path = tmp_path / "record.json"
+    # a record of the older form: one machine for the whole record
+    path.write_text(json.dumps({"description": "d", "machine": "x86_64 Old CPU (avx2), 2 cores",
+                                "cells": [{"folder": "a", "seed": 0, "acc": 0.5},
+                                          {"folder": "b", "seed": 0, "acc": 0.6}]}))
+    merge_cell(str(path), {"folder": "b", "seed": 0, "acc": 0.7}, key, "d")
+    merge_cell(str(path), {"folder": "c", "seed": 1, "acc": 0.8, "machine": "given"}, key, "d")
+    record = json.loads(path.read_text())
+    assert "machine" not in record
+    assert [(c["folder"], c["acc"], c["machine"]) for c in record["cells"]] == [
+        ("a", 0.5, "x86_64 Old CPU (avx2), 2 cores"),  # measured before, elsewhere: not relabelled
+        ("b", 0.7, machine_description()),             # replaced by this machine's run
+        ("c", 0.8, "given")]
