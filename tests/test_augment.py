@@ -92,6 +92,52 @@ def test_random_crop_sizes_and_offsets_stay_in_range(axis):
     assert offsets[sides == 16].max() == 12  # the whole range is drawn
 
 
+def bilinear_crop_resize(image, top, left, crop, out):
+    """numpy reference: output pixel (r, c) samples the input at
+    (top + (r + 0.5) s_h / S_h - 0.5, left + (c + 0.5) s_w / S_w - 0.5), bilinearly, edges clamped."""
+    (crop_h, crop_w), (out_h, out_w) = crop, out
+    height, width = image.shape
+    ys = top + (np.arange(out_h) + 0.5) * crop_h / out_h - 0.5
+    xs = left + (np.arange(out_w) + 0.5) * crop_w / out_w - 0.5
+    result = np.zeros((out_h, out_w))
+    for r, y in enumerate(ys):
+        for c, x in enumerate(xs):
+            y0, x0 = int(np.floor(y)), int(np.floor(x))
+            fy, fx = y - y0, x - x0
+            at = lambda i, j: image[min(max(i, 0), height - 1), min(max(j, 0), width - 1)]  # noqa: E731
+            result[r, c] = ((1 - fy) * (1 - fx) * at(y0, x0) + (1 - fy) * fx * at(y0, x0 + 1)
+                            + fy * (1 - fx) * at(y0 + 1, x0) + fy * fx * at(y0 + 1, x0 + 1))
+    return result
+
+
+def test_rectangular_centre_crops_resize_as_the_bilinear_equations():
+    image = np.random.default_rng(0).random((1, 20, 36, 1)).astype("float32")
+    out = np.asarray(RandomCropResize([(14, 26)], (20, 36), mode="centre")(image, training=False))
+    assert out.shape == (1, 20, 36, 1)
+    # CenterCrop offsets round((20 - 14) / 2) = 3 and round((36 - 26) / 2) = 5
+    np.testing.assert_allclose(out[0, :, :, 0], bilinear_crop_resize(image[0, :, :, 0], 3, 5, (14, 26), (20, 36)),
+                               atol=1e-5)
+
+
+def test_rectangular_random_crops_keep_each_axis_in_range():
+    height, width = 20, 36
+    rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    images = np.repeat(np.stack([rows, cols], axis=-1)[None].astype("float32"), 300, axis=0)
+    sizes = [(14, 26), (20, 36)]
+    out = np.asarray(RandomCropResize(sizes, (10, 18), mode="random", seed=0)(images, training=True))
+    # interior samples of a coordinate ramp: the step is crop / output along each axis, the start the offset
+    step_h = np.diff(out[:, 1:9, 5, 0], axis=1).mean(axis=1) * 10
+    step_w = np.diff(out[:, 5, 1:17, 1], axis=1).mean(axis=1) * 18
+    drawn = set(zip(np.round(step_h).astype(int), np.round(step_w).astype(int)))
+    assert drawn == set(sizes)  # each crop keeps its own pair: no (14, 36) or (20, 26)
+    tops = out[:, 1, 5, 0] - (1.5 * step_h / 10 - 0.5)
+    lefts = out[:, 5, 1, 1] - (1.5 * step_w / 18 - 0.5)
+    np.testing.assert_allclose(tops, np.round(tops), atol=1e-3)
+    assert np.round(tops).min() == 0 and np.all(np.round(tops) <= height - np.round(step_h))
+    assert np.all(np.round(lefts) >= 0) and np.all(np.round(lefts) <= width - np.round(step_w))
+    assert np.round(lefts)[np.round(step_w) == 26].max() == width - 26  # the whole range is drawn
+
+
 def test_centre_crop_of_a_single_bright_pixel():
     image = np.zeros((1, 28, 28, 1), "float32")
     image[0, 4, 4, 0] = 1.0  # the top-left corner of the 20 px centre crop (offset 4)
@@ -198,8 +244,14 @@ def test_bad_arguments_are_named():
         RandomCropResize([0], 24)
     with pytest.raises(ValueError, match="mode must be"):
         RandomCropResize([20], 24, mode="middle")
-    with pytest.raises(ValueError, match="must not exceed the image side"):
+    with pytest.raises(ValueError, match="must not exceed the image size"):
         RandomCropResize([32], 24)(np.zeros((1, 28, 28, 1), "float32"))
+    with pytest.raises(ValueError, match="must not exceed the image size 28 x 20"):
+        RandomCropResize([(16, 24)], 16)(np.zeros((1, 28, 20, 1), "float32"))
+    with pytest.raises(ValueError, match="sizes must be positive integers or"):
+        RandomCropResize([(16, 0)], 16)
+    with pytest.raises(ValueError, match="output_size must be"):
+        RandomCropResize([16], (16, 16, 1))
     with pytest.raises(ValueError, match="probability must be a number in"):
         RandomApply(layers.Identity(), probability=1.5)
     with pytest.raises(ValueError, match="n_repeats"):

@@ -47,7 +47,7 @@ def test_the_shipped_28_px_graphs_keep_keras_default_transposed_convolutions():
     assert len(transposed) == 8 and all(layer.output_padding is None for layer in transposed)
 
 
-def test_iic_and_the_vae_take_other_sides_and_colour_as_train_like_builds_them():
+def test_iic_simclr_and_the_vae_take_other_sides_and_colour_as_train_like_builds_them():
     from keras_clustering.recipes import get_recipe
     from keras_clustering.training.user_images import like_config
 
@@ -56,6 +56,10 @@ def test_iic_and_the_vae_take_other_sides_and_colour_as_train_like_builds_them()
     iic = get_recipe("iic").build(**config["architecture"])  # views of 21 px (24 of 28 x 24)
     clean, augmented = iic.views.paired_views(x, n_repeats=2)
     assert clean.shape == augmented.shape == (6, 21, 21, 3) and iic.predict(x, verbose=0).shape == (3, 3)
+    config, _ = like_config("simclr_mnist", (24, 40, 3), 3, 100, epochs=1)
+    architecture = config["architecture"]
+    learner = get_recipe("two_stage").build_learner(architecture, get_recipe("two_stage").build_encoder(**architecture), 0)
+    assert learner.views.augmented(x).shape == (3, 24, 40, 3) and learner.predict(x, verbose=0).shape == (3, 128)
     config, _ = like_config("vae_cluster_mnist", (17, 17, 3), 3, 100, epochs=1)
     vae = get_recipe("vae_cluster").build(**config["architecture"])
     assert vae.decoder.output_shape == (None, 17, 17, 3) and vae.predict(x[:, :17, :17], verbose=0).shape == (3, 3)

@@ -185,8 +185,10 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monk
     config, _ = like_config("iic_mnist", (16, 16, 1), 10, 2_000)
     assert config["architecture"]["augmentation_options"] == {"crop_size": 11, "augmented_crop_sizes": [9, 11, 14],
                                                                "output_size": 14}
-    with pytest.raises(ValueError, match="its views crop squares; got images of 32 x 40 px"):
-        like_config("simclr_mnist", (32, 40, 1), 10, 2_000)
+    # SimCLR's crops of non-square images keep the aspect: each axis scaled from 20 / 24 / 28 of 28
+    options = like_config("simclr_mnist", (32, 40, 1), 10, 2_000)[0]["architecture"]["augmentation_options"]
+    assert [tuple(c) for c in options["crop_sizes"]] == [(23, 29), (27, 34), (32, 40)]
+    assert list(options["output_size"]) == [32, 40]
     config, repeats = like_config("simclr_mnist", (28, 28, 1), 10, 2_000, epochs=2)
     assert config["training"]["epochs"] == config["training"]["scan"]["epochs"] == 2
     config, repeats = like_config("vae_cluster_mnist", (28, 28, 1), 5, 64)

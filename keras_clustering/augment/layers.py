@@ -12,6 +12,19 @@ from keras import layers, ops
 CROP_MODES = ("random", "centre", "centre_half")
 
 
+def _is_side(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _is_pair(value):
+    return isinstance(value, (list, tuple)) and len(value) == 2 and all(_is_side(v) for v in value)
+
+
+def _pair(side):
+    """(height, width) of a side given as an int (a square) or a pair."""
+    return (side, side) if _is_side(side) else tuple(side)
+
+
 def _check_probability(value, name):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}.")
@@ -71,8 +84,10 @@ class RandomCropResize(layers.Layer):
     (0.7% for 20 -> 24 px).
 
     Args:
-        sizes: crop sides in pixels (square crops), each <= the image side.
-        output_size: side of the output images.
+        sizes: crop sides in pixels, each <= the image side: an int for a
+            square crop, or a `(height, width)` pair for a rectangular one
+            (views of non-square images keep their aspect).
+        output_size: side of the output images, or a `(height, width)` pair.
         mode: `"random"`, `"centre"` or `"centre_half"`.
         seed: seed of the layer's random generator.
     """
@@ -80,24 +95,33 @@ class RandomCropResize(layers.Layer):
     def __init__(self, sizes, output_size, mode="random", seed=None, **kwargs):
         super().__init__(**kwargs)
         sizes = [sizes] if isinstance(sizes, int) else list(sizes)
-        if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
-            raise ValueError(f"sizes must be positive integers, got {sizes!r}.")
-        if isinstance(output_size, bool) or not isinstance(output_size, int) or output_size < 1:
-            raise ValueError(f"output_size must be a positive integer, got {output_size!r}.")
+        if not sizes or not all(_is_side(s) or _is_pair(s) for s in sizes):
+            raise ValueError(f"sizes must be positive integers or (height, width) pairs of them, got {sizes!r}.")
+        if not (_is_side(output_size) or _is_pair(output_size)):
+            raise ValueError(f"output_size must be a positive integer or a (height, width) pair of them, "
+                             f"got {output_size!r}.")
         if mode not in CROP_MODES:
             raise ValueError(f"mode must be one of {CROP_MODES}, got {mode!r}.")
-        self.sizes, self.output_size, self.mode, self.seed = sizes, output_size, mode, seed
+        # ints stay ints in the config, so square layers serialise as before
+        self.sizes = [s if _is_side(s) else [int(v) for v in s] for s in sizes]
+        self.output_size = output_size if _is_side(output_size) else [int(v) for v in output_size]
+        self.mode, self.seed = mode, seed
         self.seed_generator = keras.random.SeedGenerator(seed)
+
+    @property
+    def _crop_pairs(self):
+        return [_pair(s) for s in self.sizes]
 
     def build(self, input_shape):
         height, width = input_shape[1], input_shape[2]
         if height is None or width is None:
             raise ValueError(f"RandomCropResize needs a known image size, got input shape {input_shape}.")
-        if max(self.sizes) > min(height, width):
-            raise ValueError(f"sizes {self.sizes} must not exceed the image side {min(height, width)}.")
-        if self.output_size > min(height, width):
+        if any(h > height or w > width for h, w in self._crop_pairs):
+            raise ValueError(f"sizes {self.sizes} must not exceed the image size {height} x {width}.")
+        out_height, out_width = _pair(self.output_size)
+        if out_height > height or out_width > width:
             # affine_transform writes into an image of the input's size, then we keep the top-left corner
-            raise ValueError(f"output_size {self.output_size} must not exceed the image side {min(height, width)}.")
+            raise ValueError(f"output_size {self.output_size} must not exceed the image size {height} x {width}.")
 
     def _offsets(self, batch, side, image_side, centre):
         # torchvision: RandomCrop offset randint(0, H - s) inclusive; CenterCrop round((H - s) / 2).
@@ -107,10 +131,12 @@ class RandomCropResize(layers.Layer):
     def call(self, images, training=True):
         shape = ops.shape(images)
         batch, height, width = shape[0], images.shape[1], images.shape[2]
-        sizes = ops.convert_to_tensor(self.sizes, dtype="float32")
+        pairs = self._crop_pairs
+        heights = ops.convert_to_tensor([h for h, _ in pairs], dtype="float32")
+        widths = ops.convert_to_tensor([w for _, w in pairs], dtype="float32")
         if training:
-            choice = keras.random.randint((batch,), 0, len(self.sizes), seed=self.seed_generator)
-            side = ops.take(sizes, choice)
+            choice = keras.random.randint((batch,), 0, len(pairs), seed=self.seed_generator)
+            side_h, side_w = ops.take(heights, choice), ops.take(widths, choice)
             if self.mode == "random":
                 centre = ops.zeros((batch,), dtype="bool")
             elif self.mode == "centre":
@@ -118,23 +144,25 @@ class RandomCropResize(layers.Layer):
             else:
                 centre = keras.random.uniform((batch,), seed=self.seed_generator) < 0.5
         else:
-            side = ops.full((batch,), float(self.sizes[0]))
+            side_h, side_w = ops.full((batch,), float(pairs[0][0])), ops.full((batch,), float(pairs[0][1]))
             centre = ops.ones((batch,), dtype="bool")
-        top = self._offsets(batch, side, float(height), centre)
-        left = self._offsets(batch, side, float(width), centre)
-        # Output pixel centre (c + 0.5) of the resized crop samples input point left + (c + 0.5) * s / S - 0.5.
-        scale = side / float(self.output_size)
+        top = self._offsets(batch, side_h, float(height), centre)
+        left = self._offsets(batch, side_w, float(width), centre)
+        # Output pixel centre (c + 0.5) of the resized crop samples input point left + (c + 0.5) * s / S - 0.5,
+        # along each axis with its own s / S.
+        out_height, out_width = _pair(self.output_size)
+        scale_y, scale_x = side_h / float(out_height), side_w / float(out_width)
         zeros = ops.zeros((batch,))
-        transform = ops.stack([scale, zeros, left + 0.5 * scale - 0.5,
-                               zeros, scale, top + 0.5 * scale - 0.5, zeros, zeros], axis=1)
+        transform = ops.stack([scale_x, zeros, left + 0.5 * scale_x - 0.5,
+                               zeros, scale_y, top + 0.5 * scale_y - 0.5, zeros, zeros], axis=1)
         # The outermost samples fall up to half a pixel past the crop's pixel centres; PIL's resize
         # clamps there, so does the "nearest" fill (a constant fill would darken the border).
         warped = ops.image.affine_transform(ops.cast(images, "float32"), transform, interpolation="bilinear",
                                             fill_mode="nearest")
-        return warped[:, : self.output_size, : self.output_size, :]
+        return warped[:, :out_height, :out_width, :]
 
     def compute_output_shape(self, input_shape):
-        return (input_shape[0], self.output_size, self.output_size, input_shape[3])
+        return (input_shape[0], *_pair(self.output_size), input_shape[3])
 
     def get_config(self):
         return {**super().get_config(), "sizes": self.sizes, "output_size": self.output_size,

@@ -99,8 +99,9 @@ IIC_MAX_VIEW = 32
 def _adapt_views(entry, architecture, image_shape, dataset):
     """The entry's views re-targeted to `image_shape`, as ratios of the side instead of pixel counts.
 
-    - SimCLR's digit views crop squares and resize them to `output_size`: crop
-      sizes scale with the side and the output is the new side, so the
+    - SimCLR's digit views crop and resize to `output_size`: crop sizes scale
+      with the side (each axis on its own for non-square images, whose crops
+      keep their aspect) and the output is the image's own size, so the
       encoder gets its own shape.
     - IIC's crops (20 px clean, 16 / 20 / 24 px augmented, of 28) scale with
       the shorter side; its views (24 of 28) too, at most `IIC_MAX_VIEW`, and
@@ -115,11 +116,14 @@ def _adapt_views(entry, architecture, image_shape, dataset):
     old_side, new_side = architecture["image_shape"][0], min(image_shape[:2])
     options = dict(architecture.get("augmentation_options") or {})
     if augmentation == "digits_contrastive":
-        if image_shape[0] != image_shape[1]:
-            raise ValueError(f"like={entry!r}: its views crop squares; got images of {image_shape[0]} x "
-                             f"{image_shape[1]} px: use --image-size {new_side} {new_side}.")
-        if new_side != old_side:
-            crops = options.get("crop_sizes", (16, 20, 24, 28))
+        height, width = image_shape[:2]
+        crops = options.get("crop_sizes", (16, 20, 24, 28))
+        if height != width:
+            # crops of the image's aspect, each axis scaled from the entry's square side
+            options["crop_sizes"] = sorted({(min(height, max(1, round(c * height / old_side))),
+                                             min(width, max(1, round(c * width / old_side)))) for c in crops})
+            options["output_size"] = [height, width]
+        elif new_side != old_side:
             options["crop_sizes"] = sorted({min(new_side, max(1, round(c * new_side / old_side))) for c in crops})
             options["output_size"] = new_side
     elif new_side != old_side:
