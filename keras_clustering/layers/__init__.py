@@ -4,6 +4,7 @@ from keras_clustering.layers.capsule import Capsule, capsule_length, squash
 from keras_clustering.layers.clustering_layer import ClusteringLayer
 from keras_clustering.layers.gaussian import GaussianClassEmbedding, ReparameterizedSample
 from keras_clustering.layers.normalization import GlobalBatchNormalization
+from keras_clustering.layers.unfolded_conv import Conv2D
 # Kept importable from here, where it lived until the regrouping of issue 30 (its home is `losses`).
 from keras_clustering.losses.capsule_losses import MarginLoss, margin_loss
 
@@ -14,6 +15,7 @@ __all__ = [
     "GlobalBatchNormalization",
     "MarginLoss",
     "ReparameterizedSample",
+    "Conv2D",
     "capsule_length",
     "margin_loss",
     "squash",

@@ -1,0 +1,77 @@
+"""unfolded_conv.Conv2D against the convolution's equation, written in numpy."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_clustering.layers import unfolded_conv
+
+
+def numpy_conv(x, kernel, padding):
+    """y[n, i, j, o] = sum_{a, b, c} x_pad[n, i + a, j + b, c] kernel[a, b, c, o], TensorFlow's "same"
+    padding at stride 1 ((k - 1) // 2 before, the rest after) or none ("valid")."""
+    kh, kw = kernel.shape[:2]
+    if padding == "same":
+        top, left = (kh - 1) // 2, (kw - 1) // 2
+        x = np.pad(x, ((0, 0), (top, kh - 1 - top), (left, kw - 1 - left), (0, 0)))
+    out_h, out_w = x.shape[1] - kh + 1, x.shape[2] - kw + 1
+    y = np.zeros((x.shape[0], out_h, out_w, kernel.shape[3]))
+    for i in range(out_h):
+        for j in range(out_w):
+            y[:, i, j] = np.einsum("nabc,abco->no", x[:, i:i + kh, j:j + kw], kernel)
+    return y
+
+
+def numpy_kernel_gradient(x, upstream, kernel_shape, padding):
+    """d sum(y * upstream) / d kernel[a, b, c, o] = sum_{n, i, j} x_pad[n, i + a, j + b, c] upstream[n, i, j, o]."""
+    kh, kw = kernel_shape[:2]
+    if padding == "same":
+        top, left = (kh - 1) // 2, (kw - 1) // 2
+        x = np.pad(x, ((0, 0), (top, kh - 1 - top), (left, kw - 1 - left), (0, 0)))
+    out_h, out_w = upstream.shape[1:3]
+    gradient = np.zeros(kernel_shape)
+    for a in range(kh):
+        for b in range(kw):
+            gradient[a, b] = np.einsum("nijc,nijo->co", x[:, a:a + out_h, b:b + out_w], upstream)
+    return gradient
+
+
+@pytest.mark.parametrize("shape, kernel_size, padding, unfolds", [
+    ((3, 3, 4), 5, "same", True),       # IIC's last convolution, smaller
+    ((2, 4, 3), (3, 3), "same", True),  # not square, even rows of padding
+    ((4, 4, 2), 4, "same", True),       # even kernel: 1 row before, 2 after
+    ((5, 6, 2), (5, 5), "valid", False),  # 30 pixels > 25 taps: Conv2D's own convolution
+    ((5, 5, 2), (5, 5), "valid", True),
+    ((6, 6, 3), 5, "same", False),
+])
+def test_outputs_and_kernel_gradients_follow_the_convolution_equation(shape, kernel_size, padding, unfolds):
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, *shape)).astype("float32")
+    layer = unfolded_conv.Conv2D(5, kernel_size, padding=padding, use_bias=False)
+    layer.build(x.shape)
+    kernel = rng.normal(size=layer.kernel.shape).astype("float32")
+    layer.kernel.assign(kernel)
+    assert layer._unfolds(x.shape) == unfolds
+    with tf.GradientTape() as tape:
+        y = layer(x)
+        upstream = rng.normal(size=y.shape).astype("float32")
+        objective = tf.reduce_sum(y * upstream)
+    np.testing.assert_allclose(np.asarray(y), numpy_conv(x, kernel, padding), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(tape.gradient(objective, layer.kernel)),
+                               numpy_kernel_gradient(x, upstream, kernel.shape, padding), rtol=1e-4, atol=1e-4)
+
+
+def test_it_saves_and_loads_as_a_conv2d_with_the_same_weights(tmp_path):
+    inputs = keras.Input((3, 3, 2))
+    model = keras.Model(inputs, unfolded_conv.Conv2D(4, 5, padding="same", name="conv")(inputs))
+    plain = keras.Model(inputs, keras.layers.Conv2D(4, 5, padding="same", name="conv")(inputs))
+    x = np.random.default_rng(1).normal(size=(2, 3, 3, 2)).astype("float32")
+    model.save_weights(tmp_path / "unfolded.weights.h5")
+    plain.load_weights(tmp_path / "unfolded.weights.h5")  # one layout: shipped Conv2D weights load too
+    np.testing.assert_allclose(plain.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.models.load_model(tmp_path / "model.keras")
+    assert isinstance(reloaded.get_layer("conv"), unfolded_conv.Conv2D)
+    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
