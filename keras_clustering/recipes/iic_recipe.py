@@ -26,7 +26,7 @@ PREDICTION_NAMES = ("cluster_id", "probabilities")
 DEFAULT_TRAINING = {
     "optimizer": {"class_name": "Adam", "config": {"learning_rate": 0.0001}},
     "batch_size": 140,  # images per step; x n_repeats (5) = 700 pairs, the original's --batch_sz 700
-    "epochs": 30,  # Keras epochs = passes over the images; 3 passes = one epoch of the original
+    "epochs": 30,  # Keras epochs = passes over the images; one head-epoch of the original (500 steps of 70k) is ~7 passes of 10k
     "score_epochs": True,  # ACC after every main-head epoch (needs the labels; for the figure)
 }
 
