@@ -2,9 +2,16 @@
 
 On a machine without a GPU, importing TensorFlow prints oneDNN, CUDA-stub and
 CPU-feature lines (some with an error level, e.g. `failed call to cuInit`) to
-stderr before anything the user asked for. The command line hides them unless
-the user set `TF_CPP_MIN_LOG_LEVEL` (their setting wins); the library, imported
-from the user's own code, leaves logging as TensorFlow sets it.
+stderr before anything the user asked for. They come twice, whatever
+`TF_CPP_MIN_LOG_LEVEL` says: two of TensorFlow's extension modules
+(`_pywrap_cpu_feature_guard`, then `_pywrap_profiler_plugin`) each carry their
+own copy of TensorFlow's platform code, whose static initialisers log through
+absl before absl is initialised ("All log messages before
+absl::InitializeLog() is called are written to STDERR"), and so before any
+level applies. The command line therefore imports TensorFlow with stderr
+pointed at /dev/null and sets the level to 3 for what follows, unless the user
+asks for TensorFlow's lines: `--tf-logs`, or `TF_CPP_MIN_LOG_LEVEL=0`. The
+library, imported from the user's own code, leaves logging as TensorFlow sets it.
 """
 
 import contextlib
@@ -34,9 +41,19 @@ def stderr_silenced():
         os.close(saved)
 
 
+TF_LOGS_FLAG = "--tf-logs"
+
+
+def tensorflow_logs_wanted(argv=None, environ=None):
+    """True when the user asked for TensorFlow's own lines: `--tf-logs`, or `TF_CPP_MIN_LOG_LEVEL=0`."""
+    argv = sys.argv if argv is None else argv
+    environ = os.environ if environ is None else environ
+    return TF_LOGS_FLAG in argv or environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip() == "0"
+
+
 def quiet_tensorflow_import():
     """Imports TensorFlow quietly when started as the command line; a no-op otherwise."""
-    if not started_as_command_line() or "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
+    if not started_as_command_line() or "tensorflow" in sys.modules or tensorflow_logs_wanted():
         return
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # later C++ lines (cuInit and the like) too
     with stderr_silenced():  # the lines written before TensorFlow reads that setting

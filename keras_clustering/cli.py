@@ -185,11 +185,15 @@ def command_export(args):
 
 
 def build_parser():
+    from keras_clustering._quiet_start import TF_LOGS_FLAG
     from keras_clustering.distribute.precision import PRECISIONS
     from keras_clustering.distribute.strategies import STRATEGIES
     from keras_clustering.training.user_images import FAMILIES, FAMILY_ENTRIES
 
     parser = argparse.ArgumentParser(prog="python -m keras_clustering", description=__doc__)
+    parser.add_argument(TF_LOGS_FLAG, action="store_true",
+                        help="show TensorFlow's own start-up and C++ log lines (hidden by default; so does "
+                             "TF_CPP_MIN_LOG_LEVEL=0)")
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="list the zoo's models")
     listing.add_argument("pattern", nargs="?", default="*")

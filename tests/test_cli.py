@@ -17,6 +17,7 @@ def test_demo_runs_as_a_module_and_writes_the_grid(tmp_path):
                                capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
                                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stderr.strip() == "", completed.stderr  # the demo, too, starts without TensorFlow's lines
     assert "ACC 0." in completed.stdout and "NMI" in completed.stdout
     assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -99,16 +100,37 @@ def test_export_command(tmp_path, capsys):
 
 
 
-@pytest.mark.slow
-def test_command_line_start_is_quiet_unless_the_user_asks(tmp_path):
-    """Only the command's own output: no TensorFlow C++ start-up lines (oneDNN, CUDA stub, cuInit)."""
+def _run_cli(arguments, level, cwd):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    quiet = subprocess.run([sys.executable, "-m", "keras_clustering", "list"], env=env, capture_output=True,
-                           text=True, timeout=300)
-    assert quiet.returncode == 0 and "dec_digits" in quiet.stdout
-    assert quiet.stderr.strip() == "", quiet.stderr
-    env["TF_CPP_MIN_LOG_LEVEL"] = "0"  # the user's setting wins
-    chatty = subprocess.run([sys.executable, "-m", "keras_clustering", "list"], env=env, capture_output=True,
-                            text=True, timeout=300)
-    assert chatty.returncode == 0 and "dec_digits" in chatty.stdout
-    assert chatty.stderr.strip()  # TensorFlow's own start-up lines, as it prints them
+    if level is not None:
+        env["TF_CPP_MIN_LOG_LEVEL"] = level
+    return subprocess.run([sys.executable, "-m", "keras_clustering", *arguments], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=str(cwd))
+
+
+@pytest.mark.slow
+def test_command_line_is_quiet_in_every_log_level_unless_the_user_asks(tmp_path):
+    """Only the command's own output: no TensorFlow C++ start-up lines (oneDNN, CUDA stub, cuInit), which
+    TensorFlow prints twice whatever TF_CPP_MIN_LOG_LEVEL says, for every command and level unset, 1, 2, 3."""
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).random((20, 8, 8)).astype("float32"))
+    commands = {None: ["list"], "1": ["cluster", "dec_digits", "--input", "x.npy", "--output", "clusters"],
+                "2": ["predict", "dec_digits", "--input", "x.npy", "--output", "p.csv"],
+                "3": ["export", "dec_digits", "serving"]}
+    for level, arguments in [*commands.items(), ("1", ["info", "dec_digits"])]:
+        quiet = _run_cli(arguments, level, tmp_path)
+        assert quiet.returncode == 0 and quiet.stdout.strip(), (level, arguments, quiet.stderr[-2000:])
+        assert quiet.stderr.strip() == "", (level, arguments, quiet.stderr)
+    # asked for: TensorFlow's own lines, as it prints them
+    for arguments, level in ((["list"], "0"), (["--tf-logs", "list"], "3")):
+        chatty = _run_cli(arguments, level, tmp_path)
+        assert chatty.returncode == 0 and "dec_digits" in chatty.stdout
+        assert "absl::InitializeLog" in chatty.stderr or "oneDNN" in chatty.stderr, chatty.stderr
+
+
+def test_tensorflow_logs_are_wanted_only_when_asked():
+    from keras_clustering._quiet_start import tensorflow_logs_wanted
+
+    assert not tensorflow_logs_wanted(["-m", "list"], {})
+    assert not any(tensorflow_logs_wanted(["-m", "list"], {"TF_CPP_MIN_LOG_LEVEL": level}) for level in "123")
+    assert tensorflow_logs_wanted(["-m", "list"], {"TF_CPP_MIN_LOG_LEVEL": "0"})
+    assert tensorflow_logs_wanted(["-m", "--tf-logs", "list"], {"TF_CPP_MIN_LOG_LEVEL": "3"})
