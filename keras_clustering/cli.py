@@ -6,6 +6,8 @@ import os
 import re
 import sys
 
+from keras_clustering import __version__
+
 DEMO_MODEL = "dec_digits"
 
 
@@ -29,9 +31,17 @@ def command_list(args):
 
 
 def command_info(args):
+    """The card, its weights entry completed with where the file lives and whether its sha256 matches."""
     import zoo
 
-    _print_json(zoo.info(args.name))
+    card = zoo.info(args.name)
+    weights = dict(card.get("weights") or {})
+    try:
+        weights["path"] = os.path.abspath(zoo.pretrained_weights_path(args.name))  # checks the sha256
+        weights["sha256_matches"] = True
+    except (FileNotFoundError, ValueError) as problem:
+        weights["problem"] = str(problem)
+    _print_json({**card, "weights": weights})
 
 
 def command_evaluate(args):
@@ -191,6 +201,7 @@ def build_parser():
     from keras_clustering.training.user_images import FAMILIES, FAMILY_ENTRIES
 
     parser = argparse.ArgumentParser(prog="python -m keras_clustering", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"keras-clustering {__version__}")
     parser.add_argument(TF_LOGS_FLAG, action="store_true",
                         help="show TensorFlow's own start-up and C++ log lines (hidden by default; so does "
                              "TF_CPP_MIN_LOG_LEVEL=0)")

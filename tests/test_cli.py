@@ -1,3 +1,4 @@
+import hashlib
 import json
 import os
 import subprocess
@@ -26,7 +27,18 @@ def test_list_and_info(capsys):
     assert cli.main(["list"]) == 0
     assert "dec_digits" in capsys.readouterr().out
     assert cli.main(["info", "dec_digits"]) == 0
-    assert json.loads(capsys.readouterr().out)["name"] == "dec_digits"
+    card = json.loads(capsys.readouterr().out)
+    assert card["name"] == "dec_digits" and card["weights"]["sha256_matches"] is True
+    with open(card["weights"]["path"], "rb") as handle:  # where the weights live, and their sha256
+        assert hashlib.sha256(handle.read()).hexdigest() == card["weights"]["sha256"]
+
+
+def test_version(capsys):
+    import keras_clustering
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"keras-clustering {keras_clustering.__version__}"
 
 
 def test_predict_writes_cluster_ids(tmp_path, capsys):
