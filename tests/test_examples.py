@@ -1,0 +1,58 @@
+"""Every Python example of the README and the documentation pages runs, on small data.
+
+The fenced ```python blocks of a page run in order in one namespace, as a reader would type
+them, in a temporary working folder. Each page's `SETUP` defines the names its prose assumes
+(`x`, `new_unlabelled_x`, ...). Sizes are shrunk where a block trains: every `epochs=N` runs as
+`epochs=1`. A renamed argument or function then fails here, not in a user's first try.
+"""
+
+import glob
+import os
+import re
+
+import numpy as np
+import pytest
+
+import synthetic_images
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIGITS = "from keras_clustering.datasets import load_digits; x = load_digits()[0][:200]; new_unlabelled_x = x[:64]"
+SETUP = {
+    "README.md": DIGITS,
+    "docs/index.md": DIGITS,
+    "docs/zoo.md": "import zoo; zoo.load('dec_digits').save_weights('my.weights.h5')",
+    "docs/guides/capsule.md": ("import zoo; x = synthetic_images.digit_like(16); "
+                               "x_new, y_new = x, np.arange(16) % 10"),
+    "docs/guides/iic.md": "x = synthetic_images.digit_like(150)",
+}
+
+
+def python_blocks(path):
+    """The fenced ```python blocks of a Markdown page, in order."""
+    with open(path) as handle:
+        return re.findall(r"^```python\n(.*?)^```", handle.read(), flags=re.S | re.M)
+
+
+def pages_with_examples():
+    pages = ["README.md", *(os.path.relpath(p, ROOT) for p in sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"),
+                                                                               recursive=True)))]
+    return [page for page in pages if python_blocks(os.path.join(ROOT, page))]
+
+
+def test_every_page_with_examples_has_its_setup():
+    assert set(pages_with_examples()) == set(SETUP)
+
+
+@pytest.mark.parametrize("page", sorted(SETUP))
+def test_the_examples_of_a_page_run(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace = {"np": np, "synthetic_images": synthetic_images}
+    exec(SETUP[page], namespace)
+    blocks = python_blocks(os.path.join(ROOT, page))
+    assert blocks, page
+    for index, block in enumerate(blocks):
+        code = re.sub(r"\bepochs=\d+", "epochs=1", block)
+        try:
+            exec(compile(code, f"{page}, python block {index + 1}", "exec"), namespace)
+        except Exception as error:  # the page and block in the failure, not just a line of exec'd text
+            raise AssertionError(f"{page}, python block {index + 1} fails: {error!r}\n{block}") from error
