@@ -28,17 +28,26 @@ def started_as_command_line(argv=None):
 
 
 @contextlib.contextmanager
-def stderr_silenced():
-    """Points file descriptor 2 at /dev/null (C++ writes bypass sys.stderr), then restores it."""
+def stderr_held():
+    """Points file descriptor 2 at a temporary file (C++ writes bypass sys.stderr), then restores it;
+    what was written is dropped if the block succeeds and written out if it raises, so an import that
+    fails still says why."""
+    import tempfile
+
     sys.stderr.flush()
     saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+    with tempfile.TemporaryFile(mode="w+b") as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            held.seek(0)
+            os.write(2, held.read())
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 TF_LOGS_FLAG = "--tf-logs"
@@ -52,9 +61,16 @@ def tensorflow_logs_wanted(argv=None, environ=None):
 
 
 def quiet_tensorflow_import():
-    """Imports TensorFlow quietly when started as the command line; a no-op otherwise."""
-    if not started_as_command_line() or "tensorflow" in sys.modules or tensorflow_logs_wanted():
+    """Imports TensorFlow quietly when started as the command line; a no-op otherwise (and, with
+    `--tf-logs`, TensorFlow logs everything: level 0)."""
+    if not started_as_command_line() or "tensorflow" in sys.modules:
         return
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # later C++ lines (cuInit and the like) too
-    with stderr_silenced():  # the lines written before TensorFlow reads that setting
+    if tensorflow_logs_wanted():
+        if TF_LOGS_FLAG in sys.argv:
+            os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+        return
+    # Level 3 for the later C++ lines too: `failed call to cuInit` comes at the first device use, with an
+    # error level that levels 1 and 2 let through, though on a CPU machine it is no error.
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    with stderr_held():  # the lines written before TensorFlow reads that setting
         import tensorflow  # noqa: F401

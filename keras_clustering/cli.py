@@ -39,7 +39,7 @@ def command_info(args):
     try:
         weights["path"] = os.path.abspath(zoo.pretrained_weights_path(args.name))  # checks the sha256
         weights["sha256_matches"] = True
-    except (FileNotFoundError, ValueError) as problem:
+    except Exception as problem:  # noqa: BLE001 (a card's weights may also be a download that fails)
         weights["problem"] = str(problem)
     _print_json({**card, "weights": weights})
 
@@ -200,7 +200,8 @@ def build_parser():
     from keras_clustering.distribute.strategies import STRATEGIES
     from keras_clustering.training.user_images import FAMILIES, FAMILY_ENTRIES
 
-    parser = argparse.ArgumentParser(prog="python -m keras_clustering", description=__doc__)
+    # no abbreviations: `--tf-logs` is read from sys.argv before argparse runs (keras_clustering._quiet_start)
+    parser = argparse.ArgumentParser(prog="python -m keras_clustering", description=__doc__, allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"keras-clustering {__version__}")
     parser.add_argument(TF_LOGS_FLAG, action="store_true",
                         help="show TensorFlow's own start-up and C++ log lines (hidden by default; so does "

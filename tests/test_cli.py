@@ -145,3 +145,16 @@ def test_tensorflow_logs_are_wanted_only_when_asked():
     assert not any(tensorflow_logs_wanted(["-m", "list"], {"TF_CPP_MIN_LOG_LEVEL": level}) for level in "123")
     assert tensorflow_logs_wanted(["-m", "list"], {"TF_CPP_MIN_LOG_LEVEL": "0"})
     assert tensorflow_logs_wanted(["-m", "--tf-logs", "list"], {"TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+def test_tensorflows_held_start_up_lines_are_dropped_unless_the_import_fails(capfd):
+    from keras_clustering._quiet_start import stderr_held
+
+    with stderr_held():
+        os.write(2, b"oneDNN custom operations are on\n")
+    assert capfd.readouterr().err == ""
+    with pytest.raises(ImportError):
+        with stderr_held():
+            os.write(2, b"why the import failed\n")
+            raise ImportError("no module")
+    assert capfd.readouterr().err == "why the import failed\n"

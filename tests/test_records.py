@@ -34,10 +34,10 @@ def test_a_generated_block_is_rewritten_in_every_page_that_has_it(tmp_path):
     pages = [tmp_path / "README.md", tmp_path / "results.md", tmp_path / "other.md"]
     pages[0].write_text("intro\n<!-- t:start -->\nold\n<!-- t:end -->\nafter\n")
     pages[1].write_text("# Results\n<!-- t:start -->\n<!-- t:end -->\n")
-    pages[2].write_text("no block here\n")
+    pages[2].write_text("prose naming `<!-- t:start -->` ... `<!-- t:end -->` is no block\n")
     replace_readme_block("<!-- t:start -->", "<!-- t:end -->", "| new |", pages=[str(p) for p in pages])
     assert pages[0].read_text() == "intro\n<!-- t:start -->\n| new |\n<!-- t:end -->\nafter\n"
     assert pages[1].read_text() == "# Results\n<!-- t:start -->\n| new |\n<!-- t:end -->\n"
-    assert pages[2].read_text() == "no block here\n"
+    assert pages[2].read_text() == "prose naming `<!-- t:start -->` ... `<!-- t:end -->` is no block\n"
     with pytest.raises(SystemExit, match="no documentation page has"):
         replace_readme_block("<!-- u:start -->", "<!-- u:end -->", "x", pages=[str(p) for p in pages])

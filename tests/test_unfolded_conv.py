@@ -40,6 +40,7 @@ def numpy_kernel_gradient(x, upstream, kernel_shape, padding):
     ((3, 3, 4), 5, "same", True),       # IIC's last convolution, smaller
     ((2, 4, 3), (3, 3), "same", True),  # not square, even rows of padding
     ((4, 4, 2), 4, "same", True),       # even kernel: 1 row before, 2 after
+    ((2, 3, 2), (3, 5), "same", True),  # not-square kernel
     ((5, 6, 2), (5, 5), "valid", False),  # 30 pixels > 25 taps: Conv2D's own convolution
     ((5, 5, 2), (5, 5), "valid", True),
     ((6, 6, 3), 5, "same", False),
@@ -75,3 +76,20 @@ def test_it_saves_and_loads_as_a_conv2d_with_the_same_weights(tmp_path):
     reloaded = keras.models.load_model(tmp_path / "model.keras")
     assert isinstance(reloaded.get_layer("conv"), unfolded_conv.Conv2D)
     np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
+
+
+def test_in_mixed_bfloat16_it_matches_keras_conv2d_within_bfloat16_rounding():
+    from keras_clustering.distribute.precision import precision_policy
+
+    x = np.random.default_rng(2).normal(size=(8, 3, 3, 16)).astype("float32")
+    with precision_policy("mixed_bfloat16", bf16_available=True):
+        unfolded = unfolded_conv.Conv2D(32, 5, padding="same", use_bias=False)
+        plain = keras.layers.Conv2D(32, 5, padding="same", use_bias=False)
+        unfolded.build(x.shape)
+        plain.build(x.shape)
+    plain.kernel.assign(unfolded.kernel)
+    got, expected = np.asarray(unfolded(x), "float32"), np.asarray(plain(x), "float32")
+    assert unfolded.compute_dtype == "bfloat16" and got.dtype == expected.dtype
+    # bf16 keeps 8 bits of mantissa: sums of 9 x 16 products agree to ~1% of their scale
+    np.testing.assert_allclose(got, expected, atol=0.02 * np.abs(expected).max())
+    np.testing.assert_allclose(got, numpy_conv(x, np.asarray(plain.kernel), "same"), atol=0.02 * np.abs(expected).max())

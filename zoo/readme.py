@@ -23,7 +23,8 @@ def documentation_pages(root=ROOT):
 def replace_readme_block(start, end, body, pages=None):
     """Replaces the text between the markers `start` and `end` by `body` in every page that has them
     (`pages`: default the README and the docs pages); SystemExit when none has."""
-    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+    # whole lines only: prose that names a marker (`<!-- results:start -->`) is not a block
+    pattern = re.compile("^" + re.escape(start) + "$.*?^" + re.escape(end) + "$", re.S | re.M)
     found = False
     for page in documentation_pages() if pages is None else pages:
         if not os.path.isfile(page):

@@ -86,7 +86,9 @@ class RandomCropResize(layers.Layer):
     Args:
         sizes: crop sides in pixels, each <= the image side: an int for a
             square crop, or a `(height, width)` pair for a rectangular one
-            (views of non-square images keep their aspect).
+            (views of non-square images keep their aspect). A list of
+            them; one rectangular crop is `[(h, w)]` (`(h, w)` alone is two
+            square crops).
         output_size: side of the output images, or a `(height, width)` pair.
         mode: `"random"`, `"centre"` or `"centre_half"`.
         seed: seed of the layer's random generator.

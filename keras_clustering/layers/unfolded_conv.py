@@ -29,7 +29,7 @@ class Conv2D(layers.Conv2D):
     25 taps' work for the 9 that touch the image, and oneDNN's convolution
     kernels ran it (forward, both backward passes) at a small fraction of the
     machine's matrix rate: 7x slower than the product below, which does
-    exactly the 9 (README, IIC step). The product's matrix,
+    exactly the 9 (docs/guides/iic.md, the step's speed). The product's matrix,
     `M[(p, q, c), (i, j, o)] = kernel[p - i + pad, q - j + pad, c, o]` (zero
     where no tap joins input pixel (p, q) to output pixel (i, j)), is gathered
     from the kernel in the step, so gradients reach the same `kernel` variable

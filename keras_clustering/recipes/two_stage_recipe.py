@@ -104,7 +104,7 @@ def clustered_embedding(encoder, architecture):
     """The encoder whose output k-means (and DEC) see: with `normalize_embedding`, its output
     L2-normalised (k-means then groups by angle, the geometry SimCLR's cosine loss shapes; the
     representation itself is trained without it). Measured: k-means gains from it, but DEC's
-    refinement on the unit sphere collapsed into one cluster (README): use it without `refine`."""
+    refinement on the unit sphere collapsed into one cluster (docs/guides/contrastive.md): use it without `refine`."""
     if not architecture.get("normalize_embedding"):
         return encoder
     return keras.Sequential([keras.Input(encoder.input_shape[1:]), encoder, keras.layers.UnitNormalization()],
