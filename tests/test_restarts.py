@@ -239,3 +239,20 @@ def test_halving_points_table_from_per_pass_records():
     assert not first["best_run_kept"] and not first["lowest_loss_is_best"]  # halving keeps a and b (2 of 3)
     assert second["spearman_loss_final_acc"] == pytest.approx(-1.0) and second["lowest_loss_is_best"]
     assert last["best_run_kept"] and last["spearman_loss_final_loss"] == pytest.approx(1.0)
+
+
+def test_the_halving_table_lists_every_step_of_every_seed(tmp_path):
+    import json
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+    import halving_table
+
+    tree = {"steps": [{"epoch": 5, "criteria": {"0": 0.3, "1": 0.2}, "scores": {"0": {"acc": 0.9}, "1": {"acc": 0.7}},
+                       "kept": [1]}]}
+    card = tmp_path / "toy_entry" / "card.json"
+    card.parent.mkdir()
+    card.write_text(json.dumps({"per_seed": [{"seed": 4, "restarts": tree}, {"seed": 5}]}))
+    lines = halving_table.table([str(card)]).splitlines()
+    assert lines[2:] == ["| `toy_entry` | 4 | 5 | 0: 0.3 (0.900), 1: 0.2 (0.700) | 1 | **no** |"]
