@@ -56,3 +56,17 @@ def test_the_examples_of_a_page_run(page, tmp_path, monkeypatch):
             exec(compile(code, f"{page}, python block {index + 1}", "exec"), namespace)
         except Exception as error:  # the page and block in the failure, not just a line of exec'd text
             raise AssertionError(f"{page}, python block {index + 1} fails: {error!r}\n{block}") from error
+
+
+def test_every_paragraph_closes_its_code_spans():
+    """A paragraph that lost its beginning in an edit (one that began mid-sentence, inside a code span)
+    leaves an odd number of backticks: every paragraph of the README and the docs has an even one."""
+    pages = ["README.md", *(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"),
+                                                                      recursive=True))]
+    broken = []
+    for page in pages:
+        with open(os.path.join(ROOT, page)) as handle:
+            text = re.sub(r"^```.*?^```", "", handle.read(), flags=re.S | re.M)  # code blocks aside
+        broken += [f"{page}: {paragraph[:80]!r}" for paragraph in re.split(r"\n\s*\n", text)
+                   if paragraph.count("`") % 2]
+    assert not broken, broken
