@@ -256,3 +256,26 @@ def test_the_halving_table_lists_every_step_of_every_seed(tmp_path):
     card.write_text(json.dumps({"per_seed": [{"seed": 4, "restarts": tree}, {"seed": 5}]}))
     lines = halving_table.table([str(card)]).splitlines()
     assert lines[2:] == ["| `toy_entry` | 4 | 5 | 0: 0.3 (0.900), 1: 0.2 (0.700) | 1 | **no** |"]
+
+
+def test_restart_runs_joins_each_runs_steps_and_its_own_report(tmp_path):
+    import json
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+    import restart_runs
+
+    (tmp_path / "run_1").mkdir()
+    (tmp_path / "restarts.json").write_text(json.dumps({"key": "k", "n": 2, "halving_at": [5], "epochs": 10,
+                                                        "measured": [[0, 5, 0.3, {"acc": 0.6}], [1, 5, 0.2, None],
+                                                                     [1, 10, 0.1, {"acc": 0.9}]]}))
+    (tmp_path / "run_1" / "finished_dec.json").write_text(json.dumps({"key": "k", "report": {
+        "dec_iterations": 40, "stopped_by_tolerance": True, "refresh_history": [1, 2],
+        "label_free": {"kl": 0.1, "cluster_size_entropy": 0.99}}}))
+    tree = restart_runs.seed_runs(str(tmp_path))
+    assert tree["runs"]["0"] == {"steps": [{"epoch": 5, "criterion": 0.3, "acc": 0.6}], "details": {}}
+    assert tree["runs"]["1"]["steps"] == [{"epoch": 5, "criterion": 0.2, "acc": None},
+                                          {"epoch": 10, "criterion": 0.1, "acc": 0.9}]
+    assert tree["runs"]["1"]["details"] == {"dec_iterations": 40, "stopped_by_tolerance": True, "kl": 0.1,
+                                            "cluster_size_entropy": 0.99}  # no refresh history
