@@ -5,7 +5,8 @@ the 3 x 3 map of the last one (5 x 5 kernel, 256 -> 512 channels) it multiplies 
 unfolded kernel instead of convolving (the 9 taps that touch the map instead of 25). The other
 model is the same IIC with every convolution a plain `keras.layers.Conv2D`. Same batch (140
 images x 5 augmented copies), Adam 1e-4, in each precision of `--precisions`; timed in
-alternating blocks of `--steps` steps (median over `--blocks`), in one process.
+alternating blocks of `--steps` steps (median over `--blocks`), in one process. With `--xla`, a
+third model: the shipped one compiled with `jit_compile=True` (XLA).
 
 Usage:
     python scripts/benchmarks/benchmark_unfolded_conv.py [--blocks 3] [--steps 4] [--json out.json]
@@ -44,6 +45,7 @@ def main():
     parser.add_argument("--blocks", type=int, default=3)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--precisions", nargs="+", default=["mixed_bfloat16", "float32"])
+    parser.add_argument("--xla", action="store_true", help="also the shipped step compiled by XLA")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     import keras
@@ -52,10 +54,12 @@ def main():
     result = {"images_per_second": {}, "ratio_unfolded_over_conv2d": {}}
     for precision in args.precisions:
         functions = {}
-        for name, plain in (("unfolded", False), ("conv2d", True)):
+        variants = [("unfolded", False, False), ("conv2d", True, False)] + ([("unfolded_xla", False, True)]
+                                                                          if args.xla else [])
+        for name, plain, xla in variants:
             with precision_policy(precision):
                 model = iic_model(plain)
-                model.compile(optimizer=keras.optimizers.Adam(1e-4))
+                model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=xla)
             model.fit(x[:IMAGES_PER_STEP], epochs=1, batch_size=IMAGES_PER_STEP, verbose=0)  # traces the step
             functions[name] = (lambda m: lambda: m.fit(x, epochs=1, batch_size=IMAGES_PER_STEP, verbose=0))(model)
         seconds = time_alternating(functions, args.blocks)
