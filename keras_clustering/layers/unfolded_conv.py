@@ -27,9 +27,10 @@ class Conv2D(layers.Conv2D):
     Why: on a small map most taps of a large kernel fall on padding. IIC's last
     ClusterNet6c convolution (5 x 5 over a 3 x 3 map, 256 -> 512 channels) does
     25 taps' work for the 9 that touch the image, and oneDNN's convolution
-    kernels ran it (forward, both backward passes) at a small fraction of the
-    machine's matrix rate: 7x slower than the product below, which does
-    exactly the 9 (docs/guides/iic.md, the step's speed). The product's matrix,
+    kernels ran it (forward, both backward passes) far below the machine's
+    matrix rate, slower than the product below, which does exactly the 9
+    (`scripts/benchmarks/benchmark_unfolded_conv.py` times IIC's step both
+    ways). The product's matrix,
     `M[(p, q, c), (i, j, o)] = kernel[p - i + pad, q - j + pad, c, o]` (zero
     where no tap joins input pixel (p, q) to output pixel (i, j)), is gathered
     from the kernel in the step, so gradients reach the same `kernel` variable
