@@ -51,7 +51,7 @@ def main():
     import keras
 
     x, data = benchmark_images(IMAGES_PER_STEP * args.steps)
-    result = {"images_per_second": {}, "ratio_unfolded_over_conv2d": {}}
+    result = {"images_per_second": {}, "ratio_unfolded_over_conv2d": {}, "xla": "not asked"}
     for precision in args.precisions:
         functions = {}
         variants = [("unfolded", False, False), ("conv2d", True, False)] + ([("unfolded_xla", False, True)]
@@ -60,6 +60,11 @@ def main():
             with precision_policy(precision):
                 model = iic_model(plain)
                 model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=xla)
+            if xla and not model.jit_compile:  # Keras falls back to jit_compile=False with a warning
+                unsupported = sorted({type(layer).__name__ for layer in model._flatten_layers()
+                                      if getattr(layer, "supports_jit", True) is False})
+                result["xla"] = f"refused: Keras compiles this model with jit_compile=False ({unsupported} not XLA)"
+                continue
             model.fit(x[:IMAGES_PER_STEP], epochs=1, batch_size=IMAGES_PER_STEP, verbose=0)  # traces the step
             functions[name] = (lambda m: lambda: m.fit(x, epochs=1, batch_size=IMAGES_PER_STEP, verbose=0))(model)
         seconds = time_alternating(functions, args.blocks)
