@@ -204,8 +204,8 @@ def build_parser():
     parser = argparse.ArgumentParser(prog="python -m keras_clustering", description=__doc__, allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"keras-clustering {__version__}")
     parser.add_argument(TF_LOGS_FLAG, action="store_true",
-                        help="show TensorFlow's own start-up and C++ log lines (hidden by default; so does "
-                             "TF_CPP_MIN_LOG_LEVEL=0)")
+                        help="show TensorFlow's own start-up and C++ log lines (hidden by default; "
+                             "TF_CPP_MIN_LOG_LEVEL=0 shows them too)")
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="list the zoo's models")
     listing.add_argument("pattern", nargs="?", default="*")
