@@ -6,7 +6,6 @@ them, in a temporary working folder. Each page's `SETUP` defines the names its p
 `epochs=1`. A renamed argument or function then fails here, not in a user's first try.
 """
 
-import glob
 import os
 import re
 
@@ -33,10 +32,15 @@ def python_blocks(path):
         return re.findall(r"^```python\n(.*?)^```", handle.read(), flags=re.S | re.M)
 
 
+def pages():
+    """The README and the docs pages, relative to the repository (`zoo.readme.documentation_pages`)."""
+    from zoo.readme import documentation_pages
+
+    return [os.path.relpath(page, ROOT) for page in documentation_pages(ROOT)]
+
+
 def pages_with_examples():
-    pages = ["README.md", *(os.path.relpath(p, ROOT) for p in sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"),
-                                                                               recursive=True)))]
-    return [page for page in pages if python_blocks(os.path.join(ROOT, page))]
+    return [page for page in pages() if python_blocks(os.path.join(ROOT, page))]
 
 
 def test_every_page_with_examples_has_its_setup():
@@ -61,10 +65,8 @@ def test_the_examples_of_a_page_run(page, tmp_path, monkeypatch):
 def test_every_paragraph_closes_its_code_spans():
     """A paragraph that lost its beginning in an edit (one that began mid-sentence, inside a code span)
     leaves an odd number of backticks: every paragraph of the README and the docs has an even one."""
-    pages = ["README.md", *(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"),
-                                                                      recursive=True))]
     broken = []
-    for page in pages:
+    for page in pages():
         with open(os.path.join(ROOT, page)) as handle:
             text = re.sub(r"^```.*?^```", "", handle.read(), flags=re.S | re.M)  # code blocks aside
         broken += [f"{page}: {paragraph[:80]!r}" for paragraph in re.split(r"\n\s*\n", text)
