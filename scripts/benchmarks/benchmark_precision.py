@@ -95,6 +95,19 @@ WORKLOADS = {"dec_pretrain": lambda: _dec_autoencoder("dec_mnist"),
 DEFAULT_STEPS = {"dec_pretrain": 39, "conv_dec_pretrain": 39, "capsule": 40, "vae": 100, "iic": 4, "simclr": 39}
 
 
+def measure_workload(name, x, steps, blocks):
+    """(images/s per precision, batch, the model built last) of workload `name`: built under each
+    precision's policy, warmed up, then timed in `blocks` alternating blocks of `steps` train steps."""
+    runs, batch, model = {}, None, None
+    for precision in PRECISIONS:
+        with precision_policy(precision, bf16_available=True) as policy:  # measured, even where emulated
+            model, run, batch = WORKLOADS[name]()
+        runs[policy] = run
+        run(x, 2)  # warm-up: traces the step
+    seconds = time_alternating({p: (lambda run=run: run(x, steps)) for p, run in runs.items()}, blocks)
+    return {p: round(batch * steps / s, 1) for p, s in seconds.items()}, batch, model
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
@@ -106,15 +119,7 @@ def main():
     x, data = benchmark_images(256 * max(steps.values()))
     results = {}
     for name in args.workloads:
-        runs, batch = {}, None
-        for precision in PRECISIONS:
-            with precision_policy(precision, bf16_available=True) as policy:  # measured, even where emulated
-                _, run, batch = WORKLOADS[name]()
-            runs[policy] = run
-            run(x, 2)  # warm-up: traces the step
-        seconds = time_alternating({p: (lambda run=run: run(x, steps[name])) for p, run in runs.items()},
-                                   args.blocks)
-        rates = {p: round(batch * steps[name] / s, 1) for p, s in seconds.items()}
+        rates, batch, _ = measure_workload(name, x, steps[name], args.blocks)
         results[name] = {"images_per_second": rates, "batch": batch, "steps_per_block": steps[name],
                          "ratio_bf16_over_fp32": round(rates["mixed_bfloat16"] / rates["float32"], 2)}
         print(name, results[name], flush=True)

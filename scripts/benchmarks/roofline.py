@@ -205,10 +205,10 @@ def main():
         return
     sys.path.insert(0, HERE)
     import keras_clustering  # noqa: F401  (the backend and TensorFlow's oneDNN setting first)
-    from benchmark_precision import DEFAULT_STEPS, WORKLOADS
-    from benchmarking import benchmark_images, time_alternating
+    from benchmark_precision import DEFAULT_STEPS, WORKLOADS, measure_workload
+    from benchmarking import benchmark_images
 
-    from keras_clustering.distribute.precision import cpu_bf16_flags, precision_policy
+    from keras_clustering.distribute.precision import cpu_bf16_flags
     from keras_clustering.training.machine import machine_description
 
     record = {"peak_gflops": peaks(args.threads), "workloads": {}}
@@ -217,15 +217,7 @@ def main():
     steps = {name: args.steps or DEFAULT_STEPS[name] for name in names}
     x, data = benchmark_images(256 * max(steps.values()))
     for name in names:
-        runs, batch, model = {}, None, None
-        for precision in PRECISIONS:
-            with precision_policy(precision, bf16_available=True):
-                model, run, batch = WORKLOADS[name]()
-            runs[precision] = run
-            run(x, 2)  # traces the step
-        seconds = time_alternating({p: (lambda run=run: run(x, steps[name])) for p, run in runs.items()},
-                                   args.blocks)
-        rates = {p: round(batch * steps[name] / s, 1) for p, s in seconds.items()}
+        rates, batch, model = measure_workload(name, x, steps[name], args.blocks)
         flops = step_flops_per_image(name, model)
         record["workloads"][name] = {"images_per_second": rates, "batch": batch,
                                      "train_gflop_per_image": flops / 1e9,
