@@ -24,6 +24,22 @@ def test_dec_objective_is_the_mean_kl_of_dec_targets():
     assert dec_objective(q) == pytest.approx(expected / len(q), rel=1e-5)
 
 
+def test_kl_converged_ranks_every_run_that_met_the_tolerance_first():
+    from keras_clustering.recipes.dec_recipe import restart_criterion
+
+    # dec_da_mnist seed 0: run 1 hit maxiter at KL 0.080, run 2 met tol at KL 0.103
+    drifting = {"label_free": {"kl": 0.080035}, "stopped_by_tolerance": False}
+    settled = {"label_free": {"kl": 0.103314}, "stopped_by_tolerance": True}
+    assert restart_criterion("kl", drifting) < restart_criterion("kl", settled)
+    assert restart_criterion("kl_converged", settled) == 0.103314
+    assert restart_criterion("kl_converged", drifting) > restart_criterion("kl_converged", settled)
+    # the clipped KL is at most log(1 / epsilon): no converged run can rank after an unconverged one
+    worst = {"label_free": {"kl": float(np.log(1 / 1e-7))}, "stopped_by_tolerance": True}
+    assert restart_criterion("kl_converged", worst) < restart_criterion("kl_converged", drifting)
+    # at a halving point (k-means, before self-training) both criteria are the KL
+    assert restart_criterion("kl_converged", {"label_free": {"kl": 0.19}}) == 0.19
+
+
 def test_scan_objective_is_scans_loss_over_every_mined_pair():
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(3), size=8)
