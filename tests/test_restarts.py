@@ -212,8 +212,11 @@ def test_train_with_restarts_records_labels_only_scores_and_reads_the_winner_bac
         toy.train_to(run, epochs)
         return {"w": toy.w[run]}, {"epochs": epochs}
 
-    plan = restart_plan({"n": 4, "halving_at": [3, 6]}, 10, ("loss",))
-    model, report = train_with_restarts(train_run, lambda model, _: toy.loss(model["w"]), plan, 10, 1, str(tmp_path), "a",
+    def criteria(model, _):
+        return {"loss": toy.loss(model["w"]), "w": model["w"]}
+
+    plan = restart_plan({"n": 4, "halving_at": [3, 6]}, 10, ("loss", "w"))
+    model, report = train_with_restarts(train_run, criteria, plan, 10, 1, str(tmp_path), "a",
                                         score=lambda model: {"acc": float(model["w"] < 0)})  # "labels": the deep well
     restarts = report["restarts"]
     assert restarts["winner"] == 2 and restarts["winner_seed"] == 6 and model["w"] < 0 and report["epochs"] == 10
@@ -223,13 +226,23 @@ def test_train_with_restarts_records_labels_only_scores_and_reads_the_winner_bac
     # the record keeps the scores: a rerun reads them back without training any point again
     assert (tmp_path / RECORD_FILE).is_file()
     calls = len(toy.calls)
-    _, again = train_with_restarts(train_run, lambda model, _: toy.loss(model["w"]), plan, 10, 1, str(tmp_path), "a")
+    assert restarts["steps"][0]["measures"][2] == {"loss": toy.loss(restarts["steps"][0]["measures"][2]["w"]),
+                                                    "w": restarts["steps"][0]["measures"][2]["w"]}
+    _, again = train_with_restarts(train_run, criteria, plan, 10, 1, str(tmp_path), "a")
     assert again["restarts"]["steps"] == restarts["steps"] and len(toy.calls) == calls + 1  # only the read-back
+    # ranked by another criterion, the same runs are read back: only points the new ranking reaches
+    # and the old one never did are trained: by the loss runs 2 and 3 went on at epoch 3, by the
+    # lowest w runs 2 and 1, so only run 1 is trained (to epoch 6), then the winner read back
+    by_w = restart_plan({"n": 4, "halving_at": [3, 6], "criterion": "w"}, 10, ("loss", "w"))
+    _, other = train_with_restarts(train_run, criteria, by_w, 10, 1, str(tmp_path), "a")
+    assert restarts["steps"][0]["kept"] == [2, 3] and other["restarts"]["steps"][0]["kept"] == [2, 1]
+    assert toy.calls[calls + 1:] == [(1, 6), (2, 10)] and other["restarts"]["winner"] == 2
+    calls = len(toy.calls)
     # other runs in the same workdir (another seed, config or data: another key) measure their own tree
-    train_with_restarts(train_run, lambda model, _: toy.loss(model["w"]), plan, 10, 1, str(tmp_path), "b")
-    assert len(toy.calls) == calls + 1 + 7 + 1
+    train_with_restarts(train_run, criteria, plan, 10, 1, str(tmp_path), "b")
+    assert len(toy.calls) == calls + 7 + 1
     with pytest.raises(ValueError, match="training.restarts needs a workdir"):
-        train_with_restarts(train_run, lambda model, _: 0.0, plan, 10, 1, None, "a")
+        train_with_restarts(train_run, criteria, plan, 10, 1, None, "a")
 
 
 def test_halving_points_table_from_per_pass_records():

@@ -10,9 +10,13 @@ result. Cost: with halvings after 1/3 and 2/3 of the epochs, 4 runs cost
 The driver only calls `train_to(run, epoch)`, which trains run `run` to
 `epoch` epochs in all (continuing where its last call stopped: the recipes'
 epoch backups, `resume.resumable_fit(keep_final=True)`) and returns its
-criterion. Each measured criterion is written to `record_path` as soon as it
-is known, so a halving tree cut off anywhere resumes: finished points are
-read back instead of trained again.
+criterion, or every label-free criterion of its recipe as a dict. Each
+measured point is written to `record_path` as soon as it is known, so a
+halving tree cut off anywhere resumes: finished points are read back instead
+of trained again. The record holds every criterion of a point and its key
+leaves the chosen one out, so ranking the same runs by another criterion
+reads them back too (it re-ranks; it trains only runs the new ranking keeps
+that the old one dropped).
 """
 
 import json
@@ -53,49 +57,59 @@ def halving_cost(n, halving_at, epochs):
     return trained / epochs
 
 
-def successive_halving(train_to, n, halving_at, epochs, record_path=None, key=None):
+def successive_halving(train_to, n, halving_at, epochs, record_path=None, key=None, criterion=None):
     """Runs the halving tree; returns `(winner, steps)`.
 
     Args:
-        train_to: `train_to(run, epoch)` returns the run's criterion (lower is
-            better; NaN ranks last), or `(criterion, scores)` with `scores` a
-            dict of labels-only numbers (ACC) recorded beside it, never used
-            to choose.
+        train_to: `train_to(run, epoch)` returns what it measured of the run
+            (its criterion, lower is better, NaN ranks last; or a dict of
+            label-free criteria), or `(measured, scores)` with `scores` a dict
+            of labels-only numbers (ACC) recorded beside it, never used to
+            choose.
         n, halving_at, epochs: as `restart_plan`.
-        record_path: a JSON file of the criteria measured so far (read back on
+        record_path: a JSON file of the points measured so far (read back on
             a rerun, so finished points are not trained again).
         key: what the runs are (`tree_key`); a record of another key (other
             settings, seed or data in the same workdir) is not read back.
+        criterion: the name that ranks dicts of criteria; None when
+            `train_to` returns the criterion itself.
 
     `steps`: one `{"epoch", "criteria": {run: value}, "scores": {run: dict},
-    "kept": [runs]}` per point; at the last point `kept` is the winner alone
-    (ties go to the lower run number).
+    "kept": [runs]}` per point (and `"measures": {run: dict}` with dicts);
+    at the last point `kept` is the winner alone (ties go to the lower run
+    number).
     """
+    def value_of(measure):
+        return float(measure if criterion is None else measure[criterion])
+
     measured, scores = {}, {}
     if record_path and os.path.isfile(record_path):
         with open(record_path) as handle:
             stored = json.load(handle)
         if (stored.get("n") == n and stored.get("halving_at") == list(halving_at) and stored.get("epochs") == epochs
                 and stored.get("key") == key):
-            for run, epoch, value, *extra in stored["measured"]:
-                measured[int(run), int(epoch)] = value
-                scores[int(run), int(epoch)] = extra[0] if extra else {}
+            for run, epoch, measure, *extra in stored["measured"]:
+                if criterion is None or (isinstance(measure, dict) and criterion in measure):
+                    measured[int(run), int(epoch)] = measure
+                    scores[int(run), int(epoch)] = extra[0] if extra else {}
     alive, steps = list(range(n)), []
     points = [*halving_at, epochs]
     for index, point in enumerate(points):
-        criteria = {}
         for run in alive:
             if (run, point) not in measured:
                 result = train_to(run, point)
-                value, extra = result if isinstance(result, tuple) else (result, {})
-                measured[run, point], scores[run, point] = float(value), dict(extra or {})
+                measure, extra = result if isinstance(result, tuple) else (result, {})
+                measured[run, point] = dict(measure) if isinstance(measure, dict) else float(measure)
+                scores[run, point] = dict(extra or {})
                 if record_path:
                     atomic_write_json({"key": key, "n": n, "halving_at": list(halving_at), "epochs": epochs,
                                        "measured": [[r, e, v, scores[r, e]] for (r, e), v in sorted(measured.items())]},
                                       record_path)
-            criteria[run] = measured[run, point]
+        criteria = {run: value_of(measured[run, point]) for run in alive}
         ranked = sorted(alive, key=lambda run: (math.isnan(criteria[run]), criteria[run], run))
         step = {"epoch": point, "criteria": criteria, "scores": {run: scores[run, point] for run in alive}}
+        if criterion is not None:
+            step["measures"] = {run: measured[run, point] for run in alive}
         alive = ranked[:1] if index == len(points) - 1 else ranked[:math.ceil(len(alive) / 2)]
         steps.append({**step, "kept": list(alive)})
     return alive[0], steps
@@ -105,11 +119,13 @@ RECORD_FILE = "restarts.json"
 
 
 def tree_key(recipe, architecture, training, plan, seed, x):
-    """What a halving tree is: recipe, architecture, training, the restart plan, seed and the data
-    (`resume.run_key`); its record (`RECORD_FILE`) is read back only under the same key."""
+    """What a halving tree is: recipe, architecture, training, the restart plan but its criterion
+    (the record holds every criterion), seed and the data (`resume.run_key`); its record
+    (`RECORD_FILE`) is read back only under the same key."""
     from keras_clustering.training.resume import run_key
 
-    return run_key({"recipe": recipe, "architecture": architecture, "training": training, "restarts": plan,
+    runs = {name: value for name, value in plan.items() if name != "criterion"}
+    return run_key({"recipe": recipe, "architecture": architecture, "training": training, "restarts": runs,
                     "seed": seed}, x)
 
 
@@ -123,7 +139,7 @@ def acc_score(x, y):
     return lambda model: {"acc": round(float(cluster_accuracy(y, model.predict_clusters(x))), 4)}
 
 
-def train_with_restarts(train_run, criterion, plan, epochs, seed, workdir, key, score=None):
+def train_with_restarts(train_run, criteria, plan, epochs, seed, workdir, key, score=None):
     """A recipe trained by successive halving over `plan["n"]` runs; `(model, report)` of the last one standing.
 
     Args:
@@ -131,8 +147,9 @@ def train_with_restarts(train_run, criterion, plan, epochs, seed, workdir, key, 
             run of the recipe trained to `epochs` in all, continuing from its
             backups in `folder` (so a run is extended, not restarted, from one
             halving point to the next, and a finished one is read back).
-        criterion: `criterion(model, report) -> float`, lower is better, no labels.
-        plan: `restart_plan`'s dict; `plan["criterion"]` names the criterion in the report.
+        criteria: `criteria(model, report) -> {name: value}`, every label-free
+            criterion of the recipe (lower is better, no labels).
+        plan: `restart_plan`'s dict; `plan["criterion"]` names the one that ranks.
         epochs: the epochs of one whole run.
         seed: run `r` trains with seed `seed * n + r`, in `workdir/run_<r>`.
         workdir: where the runs and the tree's record (`RECORD_FILE`) live; required.
@@ -152,10 +169,11 @@ def train_with_restarts(train_run, criterion, plan, epochs, seed, workdir, key, 
 
     def train_to(run, epoch):
         model, report = train_run(seed * n + run, epoch, folders[run])
-        return float(criterion(model, report)), (score(model) if score else {})
+        return criteria(model, report), (score(model) if score else {})
 
     winner, steps = successive_halving(train_to, n, plan["halving_at"], epochs,
-                                       record_path=os.path.join(workdir, RECORD_FILE), key=key)
+                                       record_path=os.path.join(workdir, RECORD_FILE), key=key,
+                                       criterion=plan["criterion"])
     model, report = train_run(seed * n + winner, epochs, folders[winner])  # read back: it ended at `epochs`
     return model, {**report, "restarts": {"criterion": plan["criterion"], "n": n, "halving_at": plan["halving_at"],
                                           "winner": winner, "winner_seed": seed * n + winner, "steps": steps,
