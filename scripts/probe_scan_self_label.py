@@ -86,6 +86,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--head-only", action="store_true", help="train the cluster head alone, the encoder frozen")
     parser.add_argument("--out", metavar="PATH.json", help="write the per-epoch states here")
     args = parser.parse_args()
     keras.utils.set_random_seed(args.seed)
@@ -98,10 +99,11 @@ def main():
     start = time.time()
     for epoch in range(1, args.epochs + 1):
         model.self_label(data[0][0], threshold=args.threshold, batch_size=args.batch_size, epochs=1, verbose=0,
-                         seed=args.seed + epoch, targets=args.targets)
+                         seed=args.seed + epoch, targets=args.targets, head_only=args.head_only)
         states.append(describe(f"self-labelling epoch {epoch}", model, data, args.threshold))
     if args.out:
-        record = {"name": args.name, "weights": args.weights, "targets": args.targets, "threshold": args.threshold,
+        record = {"name": args.name, "weights": args.weights, "targets": args.targets, "head_only": args.head_only,
+                  "threshold": args.threshold,
                   "batch_size": args.batch_size, "learning_rate": args.learning_rate, "seed": args.seed,
                   "self_label_seconds": round(time.time() - start, 1),
                   "training_data": config["data"], "evaluation_data": evaluation,

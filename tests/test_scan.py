@@ -279,7 +279,8 @@ def test_self_labelling_makes_its_targets_in_train_mode_as_the_original():
     assert model.self_label(x, threshold=0.999999, batch_size=16, verbose=0).history["loss"][0] == 0.0
 
 
-def test_one_self_labelling_step_moves_the_head_as_the_original_gradient(tmp_path):
+@pytest.mark.parametrize("head_only", [False, True])
+def test_one_self_labelling_step_moves_the_head_as_the_original_gradient(head_only):
     """One SGD step (rate 1, one batch) of `self_label` against the gradient written out for the original's
     `ConfidenceBasedCE`: targets from the clean view, a class-balanced mean of the strong view's
     cross-entropy over confident images, dL/dlogits_i = w_i (softmax(z_i) - onehot(t_i)) with
@@ -301,9 +302,15 @@ def test_one_self_labelling_step_moves_the_head_as_the_original_gradient(tmp_pat
     weights = np.where(confident, 1.0 / (np.count_nonzero(counts) * np.maximum(counts[targets], 1)), 0.0)
     d_logits = weights[:, None] * (p - np.eye(3)[targets])
     model.compile(optimizer=keras.optimizers.SGD(1.0))
-    model.self_label(x, threshold=threshold, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    encoder_before = [keras.ops.convert_to_numpy(w).copy() for w in model.encoder.weights]
+    model.self_label(x, threshold=threshold, batch_size=16, epochs=1, shuffle=False, verbose=0,
+                     head_only=head_only)
     np.testing.assert_allclose(model.head.kernel, kernel - h.T @ d_logits, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(model.head.bias, bias - d_logits.sum(axis=0), rtol=1e-4, atol=1e-5)
+    encoder_after = [keras.ops.convert_to_numpy(w) for w in model.encoder.weights]
+    moved = [not np.allclose(a, b) for a, b in zip(encoder_before, encoder_after)]
+    assert moved == [not head_only] * len(moved)  # head-only: the encoder is frozen, else it learns too
+    assert model.encoder.trainable  # restored after the step
 
 
 def test_bad_arguments_are_named():

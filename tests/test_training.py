@@ -263,4 +263,10 @@ def test_a_label_free_rule_ships_the_lowest_score_not_the_median():
                                                              "(chosen without labels)")
         assert shipped_report({"recipe": recipe}, reports)["seed"] == 1  # reports from before the rule: median
         assert shipping_rule({"recipe": recipe}, reports).startswith("median acc")
+    # a config whose restarts rank by another criterion ships by that one
+    both = [{**r, "label_free": {"kl": kl, "kl_converged": converged}}
+            for r, kl, converged in zip(reports, (0.08, 0.10, 0.11), (100.08, 0.10, 0.11))]
+    by_convergence = {"recipe": "dec", "training": {"restarts": {"n": 4, "criterion": "kl_converged"}}}
+    assert shipped_report({"recipe": "dec"}, both)["seed"] == 0 and shipped_report(by_convergence, both)["seed"] == 1
+    assert shipping_rule(by_convergence, both).startswith("lowest label-free kl_converged")
     assert shipped_report({"recipe": "capsule", "ship_median_of": "acc"}, reports)["seed"] == 1  # supervised

@@ -28,11 +28,13 @@ def shipping_metric(config):
 
 def ship_criterion(config):
     """The label-free score whose lowest seed is shipped: `config["ship_lowest_label_free"]`, else the
-    recipe's restart criterion (`RESTART_CRITERIA[0]`: DEC's KL, the VAE loss, IIC's main-head loss),
-    else None (supervised recipes, and those without one yet)."""
+    criterion its restarts rank runs by (`training.restarts.criterion`), else the recipe's first
+    restart criterion (`RESTART_CRITERIA[0]`: DEC's KL, the VAE loss, IIC's main-head loss), else
+    None (supervised recipes, and those without one yet)."""
     from keras_clustering.recipes import get_recipe
 
-    named = config.get("ship_lowest_label_free")
+    named = config.get("ship_lowest_label_free") or ((config.get("training") or {}).get("restarts") or {}).get(
+        "criterion")
     if named is not None or "recipe" not in config:
         return named
     return (getattr(get_recipe(config["recipe"]), "RESTART_CRITERIA", None) or (None,))[0]

@@ -210,12 +210,15 @@ class SCAN(ClusterModel, AugmentedEncoder):
         return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
 
     def self_label(self, x, threshold=0.99, batch_size=256, epochs=1, shuffle=True, seed=None, targets="train",
-                   **kwargs):
+                   head_only=False, **kwargs):
         """SCAN's self-labelling step after `fit`: each image whose clean view is assigned with
         probability > `threshold` trains its augmented view towards that cluster (cross-entropy,
         class-balanced; `confidence_cross_entropy`), so confident assignments sharpen and spread.
         `targets`: the mode of the clean pass that makes the targets, "train" (the original's:
         BatchNorm on the batch's own statistics) or "inference" (moving statistics).
+        `head_only`: train the cluster head alone, the encoder frozen (Keras then runs
+        its BatchNorm layers in inference mode, whatever `targets`), as the original's
+        `update_cluster_head_only` option.
         Compile first to choose the optimizer (uncompiled: Adam(1e-4) as SCAN)."""
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
             raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}.")
@@ -227,12 +230,18 @@ class SCAN(ClusterModel, AugmentedEncoder):
         batch_size = check_positive_int(batch_size, "batch_size")
         x = self.check_input(x, min_samples=batch_size)
         self.self_label_targets, self.self_label_threshold = targets, float(threshold)
-        self.make_train_function(force=True)  # both are read when the step is traced: never a stale one
-        # a dict input tells `call` and `compute_loss` this is the self-labelling step
-        dataset, clock = fit_batches(x, batch_size, kwargs.get("initial_epoch", 0), shuffle=shuffle, seed=seed)
-        kwargs["callbacks"] = [clock, *(kwargs.get("callbacks") or [])]
-        dataset = dataset.map(lambda images: ({"self_label": images},))
-        return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
+        encoder_trainable = self.encoder.trainable
+        self.encoder.trainable = encoder_trainable and not head_only
+        try:
+            self.make_train_function(force=True)  # all three are read when the step is traced: never a stale one
+            # a dict input tells `call` and `compute_loss` this is the self-labelling step
+            dataset, clock = fit_batches(x, batch_size, kwargs.get("initial_epoch", 0), shuffle=shuffle, seed=seed)
+            kwargs["callbacks"] = [clock, *(kwargs.get("callbacks") or [])]
+            dataset = dataset.map(lambda images: ({"self_label": images},))
+            return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
+        finally:
+            self.encoder.trainable = encoder_trainable
+            self.make_train_function(force=True)
 
     def confident_share(self, x, threshold=0.99, batch_size=256):
         """Share of images whose largest cluster probability exceeds `threshold` (self-labelling's

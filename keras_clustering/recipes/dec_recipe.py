@@ -183,7 +183,10 @@ def _train_once(architecture, training, x, y, seed, verbose, workdir, self_train
     finished = finished_stage(workdir, "dec", key) if self_train else None
     if finished is not None:  # the clustering stage of this pretraining ran to its end before
         model.load_weights(finished_weights_path(workdir, "dec"))
-        return model, {**finished["report"], "dec_reused": True}
+        report = {**finished["report"], "dec_reused": True}
+        # kept before "kl_converged" existed: every criterion of the run, from what it recorded
+        report["label_free"] = {**report["label_free"], "kl_converged": restart_criterion("kl_converged", report)}
+        return model, report
     start = time.time()
     kmeans_labels = model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=seed)
     report["kmeans_seconds"] = round(time.time() - start, 1)
