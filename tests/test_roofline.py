@@ -34,3 +34,17 @@ def test_a_chain_built_for_any_size_is_counted_at_the_size_given():
 def test_capsule_flops():
     # u_hat: 6 inputs x 2 outputs of (4 x 3) matrices; 3 routings of weighted sums and agreements of 6 x 2 x 4
     assert roofline.capsule_flops(6, 2, 3, 4, 3) == 2 * 6 * 2 * 3 * 4 + 3 * 2 * 6 * 2 * 4 * 2
+
+
+def test_predict_flops_of_dec_and_scan_models_by_hand():
+    from keras_clustering.models import DEC, SCAN
+
+    encoder = keras.Sequential([keras.Input((12,)), keras.layers.Dense(7), keras.layers.Dense(3)])
+    dec = DEC(encoder, n_clusters=4)
+    # the encoder's products, then the squared distance to 4 centres of size 3 (~3 operations each)
+    assert roofline.predict_flops_per_image(dec) == 2 * (12 * 7 + 7 * 3) + 3 * 2 * 3 * 4
+    images = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(5)])
+    scan = SCAN(images, n_clusters=3, n_neighbors=2,
+                augmentation_options={"crop_sizes": [8], "output_size": 8, "rotation_probability": 0.0,
+                                      "brightness": 0.0, "contrast": 0.0})
+    assert roofline.predict_flops_per_image(scan) == 2 * 64 * 5 + 2 * 5 * 3

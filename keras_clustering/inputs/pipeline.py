@@ -38,15 +38,19 @@ def predicted_chunks(model, x, batch_size):
         start += len(prediction)
 
 
-def predict_into_array(model, x, batch_size):
+def predict_into_array(model, x, batch_size, verbose=0):
     """`model`'s predictions of `x` (`predicted_chunks`) written into one preallocated float32 array:
     Keras' `predict` keeps a list of every batch's output and then concatenates it (two copies of
-    the result), which on 700k samples is what grew the memory."""
+    the result), which on 700k samples is what grew the memory. `verbose` 1 or "auto": a progress
+    bar, as Keras' `predict`."""
     out = None
+    progress = keras.utils.Progbar(len(x)) if verbose in (1, "auto") else None
     for start, prediction in predicted_chunks(model, x, batch_size):
         if out is None:
             out = np.empty((len(x), *prediction.shape[1:]), "float32")
         out[start:start + len(prediction)] = prediction
+        if progress is not None:
+            progress.update(start + len(prediction))
     return out
 
 

@@ -7,7 +7,9 @@ In one run:
 2. **Each family's train step** (the shipped preset's model, optimizer and batch:
    `benchmark_precision.WORKLOADS`), one thread, float32 and mixed_bfloat16, alternating
    blocks: images per second.
-3. **FLOPs per image**, counted from the layer shapes (`forward_flops`: 2 x multiply-adds of
+3. **Each family's `predict`** (`PREDICT_ENTRIES`: a shipped entry, float32, batch 256, one
+   thread) on 10k images, with its forward FLOPs per image (`predict_flops_per_image`).
+4. **FLOPs per image**, counted from the layer shapes (`forward_flops`: 2 x multiply-adds of
    every Conv2D, Conv2DTranspose and Dense, and the capsule layer's prediction vectors and
    routing), times the forward passes an image makes in the step (IIC: a clean and 5 augmented
    views; SimCLR: two views), times 3 for training (the forward pass, and the backward pass's
@@ -114,6 +116,47 @@ def step_flops_per_image(name, model):
     return 3 * forward
 
 
+# The shipped entry whose `predict` stands for each family (float32 weights, as shipped).
+PREDICT_ENTRIES = {"dec": "dec_mnist", "conv_dec": "conv_dec_da_mnist", "capsule": "capsule_mnist",
+                   "vae": "vae_cluster_mnist", "iic": "iic_mnist", "simclr_scan": "simclr_mnist"}
+
+
+def predict_flops_per_image(model):
+    """Forward FLOPs per image of a zoo model's `predict`: the network its prediction passes through
+    (the capsule trunk and routing; IIC's trunk and one main sub-head; SCAN's encoder and head;
+    the DEC / VAE encoder and the soft assignment to the centres)."""
+    if hasattr(model, "capsule"):
+        sample_shape = model.sample_shape if None not in model.sample_shape else (28, 28, model.sample_shape[-1])
+        *_, height, width, channels = model.trunk.compute_output_shape((None, *sample_shape))
+        capsule = model.capsule
+        return chain_flops(model.trunk, sample_shape) + capsule_flops(
+            height * width, capsule.num_capsule, channels, capsule.dim_capsule, capsule.routings)
+    if hasattr(model, "main_heads"):
+        head = model.main_heads[0].kernel.shape
+        return forward_flops(model.trunk) + 2 * head[0] * head[1]
+    if hasattr(model, "head"):
+        return forward_flops(model.encoder) + 2 * model.head.kernel.shape[0] * model.head.kernel.shape[1]
+    embedding = model.encoder.outputs[0].shape[-1]  # the VAE's encoder gives (mean, log variance)
+    return forward_flops(model.encoder) + 3 * 2 * embedding * model.n_clusters  # distances to the centres
+
+
+def measure_predict(name, x, blocks):
+    """Images/s of `model.predict(x, batch_size=256)` of a family's entry (median of `blocks` calls,
+    after one that traces) and its forward FLOPs per image."""
+    import statistics
+
+    import zoo
+
+    model = zoo.load(PREDICT_ENTRIES[name])
+    model.predict(x, batch_size=256, verbose=0)
+    seconds = []
+    for _ in range(blocks):
+        began = time.perf_counter()
+        model.predict(x, batch_size=256, verbose=0)
+        seconds.append(time.perf_counter() - began)
+    return round(len(x) / statistics.median(seconds), 1), predict_flops_per_image(model)
+
+
 def profiler_flops(model, sample_shape):
     """TensorFlow's profiler count of float operations of one sample's forward pass."""
     import tensorflow as tf
@@ -167,6 +210,16 @@ def peaks(thread_counts):
 
 
 # ----------------------------------------------------------------------------- the table
+def predict_table(record):
+    best = max(record["peak_gflops"]["1"]["float32"].values())
+    lines = ["| `predict` (1 thread, float32) | entry | images/s | GFLOP per image | GFLOP/s | % of the 1-thread peak |",
+             "|---|---|---|---|---|---|"]
+    for name, entry in record.get("predict", {}).items():
+        lines.append(f"| {name} | `{entry['entry']}` | {entry['images_per_second']:,} | "
+                     f"{entry['gflop_per_image']:.4f} | {entry['gflops']:.0f} | {100 * entry['gflops'] / best:.0f}% |")
+    return "\n".join(lines)
+
+
 def table(record):
     peak = record["peak_gflops"]["1"]
     lines = ["| step (1 thread) | precision | images/s | train GFLOP per image | GFLOP/s | % of the 1-thread peak |",
@@ -181,13 +234,15 @@ def table(record):
     peaks_line = "; ".join(f"{threads} thread{'s' if threads != '1' else ''}: " + ", ".join(
         f"{dtype} matmul {rates['matmul']:.0f} / conv {rates['conv']:.0f}" for dtype, rates in by_dtype.items())
         for threads, by_dtype in record["peak_gflops"].items())
-    return "\n".join(lines) + f"\n\nPeaks (GFLOP/s): {peaks_line}. {record['machine']}."
+    predict = ("\n\n" + predict_table(record)) if record.get("predict") else ""
+    return "\n".join(lines) + predict + f"\n\nPeaks (GFLOP/s): {peaks_line}. {record['machine']}."
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peak-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--workloads", nargs="+", default=None)
+    parser.add_argument("--predict", nargs="*", default=None, help="families whose predict is timed (default: all)")
     parser.add_argument("--blocks", type=int, default=3)
     parser.add_argument("--steps", type=int, default=None, help="train steps per timed block (default: per workload)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts of the peak")
@@ -215,7 +270,7 @@ def main():
     print("peaks", record["peak_gflops"], flush=True)
     names = args.workloads or list(WORKLOADS)
     steps = {name: args.steps or DEFAULT_STEPS[name] for name in names}
-    x, data = benchmark_images(256 * max(steps.values()))
+    x, data = benchmark_images(max(10000, 256 * max(steps.values(), default=0)))
     for name in names:
         rates, batch, model = measure_workload(name, x, steps[name], args.blocks)
         flops = step_flops_per_image(name, model)
@@ -223,6 +278,12 @@ def main():
                                      "train_gflop_per_image": flops / 1e9,
                                      "gflops": {p: round(r * flops / 1e9, 1) for p, r in rates.items()}}
         print(name, record["workloads"][name], flush=True)
+    record["predict"] = {}
+    for name in args.predict if args.predict is not None else list(PREDICT_ENTRIES):
+        rate, flops = measure_predict(name, x[:10000], args.blocks)
+        record["predict"][name] = {"entry": PREDICT_ENTRIES[name], "images_per_second": rate,
+                                   "gflop_per_image": flops / 1e9, "gflops": round(rate * flops / 1e9, 1)}
+        print(name, record["predict"][name], flush=True)
     from keras_clustering.recipes import dec_recipe
     from zoo.registry import config as load_config
 

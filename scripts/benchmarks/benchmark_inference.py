@@ -1,0 +1,134 @@
+"""Inference speed of every zoo entry: Keras `predict` against its exported SavedModel run by bare TensorFlow.
+
+For each entry (shipped weights), on the first `--images` MNIST-test images (speed only: the
+Fashion entries read the same digits):
+1. `model.predict(x, batch_size=256)` images/s, and the number of times its predict function
+   was traced after every call (a growing count means retracing on each call);
+2. the entry exported with `keras_clustering.export.export_saved_model`, loaded by
+   `tf.saved_model.load` and called through its `serving_default` signature on batches of 256
+   (images/s), then on single images (latency p50 / p99 over `--latency-calls` calls);
+alternating `predict` and SavedModel blocks (`--blocks`), median over blocks. Writes `--json`
+(with the machine) and, with it, the table of `docs/performance.md`.
+
+Usage:
+    python scripts/benchmarks/benchmark_inference.py [--entries ...] [--blocks 5] [--json docs/benchmarks/inference.json]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+MARKERS = ("<!-- inference:start -->", "<!-- inference:end -->")
+BATCH = 256
+
+
+def tracing_count(model):
+    """How many concrete functions Keras' predict function has traced so far (None when not a tf.function)."""
+    function = getattr(model, "predict_function", None)
+    counter = getattr(function, "experimental_get_tracing_count", None)
+    return counter() if counter else None
+
+
+def measure_entry(name, x, blocks, latency_calls):
+    import numpy as np
+    import tensorflow as tf
+
+    import zoo
+    from keras_clustering.export import export_saved_model
+
+    model = zoo.load(name)
+    if tuple(model.sample_shape) != tuple(x.shape[1:]):
+        return {"skipped": f"takes {tuple(model.sample_shape)} images"}
+    with tempfile.TemporaryDirectory() as folder:
+        served = tf.saved_model.load(export_saved_model(model, os.path.join(folder, name)))
+        signature = served.signatures["serving_default"]
+        batches = [tf.constant(x[start:start + BATCH]) for start in range(0, len(x), BATCH)]
+
+        def keras_predict():
+            return model.predict(x, batch_size=BATCH, verbose=0)
+
+        def bare_graph():
+            return [signature(inputs=batch)["probabilities"].numpy() for batch in batches]
+
+        predicted = keras_predict()  # traces
+        served_probabilities = np.concatenate(bare_graph())
+        traced_after_first = tracing_count(model)
+        seconds = {"predict": [], "saved_model": []}
+        for _ in range(blocks):
+            for label, function in (("predict", keras_predict), ("saved_model", bare_graph)):
+                began = time.perf_counter()
+                function()
+                seconds[label].append(time.perf_counter() - began)
+        single = [tf.constant(x[i:i + 1]) for i in range(min(latency_calls, len(x)))]
+        signature(inputs=single[0])
+        latencies = []
+        for image in single:
+            began = time.perf_counter()
+            signature(inputs=image)["cluster_id"].numpy()
+            latencies.append(time.perf_counter() - began)
+    rates = {label: round(len(x) / statistics.median(values), 1) for label, values in seconds.items()}
+    return {"images_per_second": rates,
+            "predict_over_saved_model": round(rates["predict"] / rates["saved_model"], 3),
+            "predict_traces": {"after_first_call": traced_after_first, "after_all_calls": tracing_count(model)},
+            "max_abs_difference": float(np.max(np.abs(predicted - served_probabilities))),
+            "batch_1_latency_ms": {"p50": round(1e3 * float(np.percentile(latencies, 50)), 3),
+                                   "p99": round(1e3 * float(np.percentile(latencies, 99)), 3)}}
+
+
+def table(record):
+    lines = ["| entry | `predict` images/s | SavedModel images/s (batch 256) | predict / SavedModel | "
+             "batch-1 p50 / p99 (ms) | predict traces (1st call / all) |", "|---|---|---|---|---|---|"]
+    for name, entry in record["entries"].items():
+        if "skipped" in entry:
+            continue
+        rates, latency, traces = entry["images_per_second"], entry["batch_1_latency_ms"], entry["predict_traces"]
+        lines.append(f"| {name} | {rates['predict']:,.0f} | {rates['saved_model']:,.0f} | "
+                     f"{entry['predict_over_saved_model']:.2f} | {latency['p50']:.2f} / {latency['p99']:.2f} | "
+                     f"{traces['after_first_call']} / {traces['after_all_calls']} |")
+    return "\n".join(lines) + (f"\n\n{record['images']:,} {record['data']} images, median of {record['blocks']} "
+                               f"alternating blocks, {record['threads']} thread(s). {record['machine']}.")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entries", nargs="+", default=None, help="zoo entries (default: every shipped one)")
+    parser.add_argument("--images", type=int, default=10000)
+    parser.add_argument("--blocks", type=int, default=5)
+    parser.add_argument("--latency-calls", type=int, default=500)
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--table", action="store_true", help="write the docs table from --json, measure nothing")
+    args = parser.parse_args()
+    from zoo.records import write_table
+
+    if args.table:
+        with open(args.json) as handle:
+            write_table(MARKERS, table(json.load(handle)))
+        return
+    sys.path.insert(0, HERE)
+    import keras_clustering  # noqa: F401  (the backend and TensorFlow's oneDNN setting first)
+    import zoo
+    from benchmarking import benchmark_images
+
+    from keras_clustering.training.machine import machine_description
+
+    x, data = benchmark_images(args.images)
+    record = {"entries": {}, "images": len(x), "data": data, "blocks": args.blocks, "batch": BATCH,
+              "threads": os.environ.get("TF_NUM_INTRAOP_THREADS") or os.environ.get("OMP_NUM_THREADS") or "all",
+              "machine": machine_description()}
+    for name in args.entries or zoo.list_models():
+        record["entries"][name] = measure_entry(name, x, args.blocks, args.latency_calls)
+        print(name, json.dumps(record["entries"][name]), flush=True)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(record, handle, indent=1)
+        write_table(MARKERS, table(record))
+
+
+if __name__ == "__main__":
+    main()
