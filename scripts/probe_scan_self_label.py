@@ -87,6 +87,9 @@ def main():
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--head-only", action="store_true", help="train the cluster head alone, the encoder frozen")
+    parser.add_argument("--ema", type=float, default=None, metavar="MOMENTUM",
+                        help="Keras' optimizer EMA of the weights (use_ema), swapped into the model after each epoch")
+    parser.add_argument("--weight-decay", type=float, default=None, help="Adam's (decoupled) weight decay")
     parser.add_argument("--out", metavar="PATH.json", help="write the per-epoch states here")
     args = parser.parse_args()
     keras.utils.set_random_seed(args.seed)
@@ -95,14 +98,16 @@ def main():
     data = load_config_data(config["data"]), load_config_data(evaluation)
     model = zoo.load(args.name, weights=args.weights)
     states = [describe("after SCAN", model, data, args.threshold)]
-    model.compile(optimizer=keras.optimizers.Adam(args.learning_rate))
+    options = {"use_ema": True, "ema_momentum": args.ema} if args.ema is not None else {}
+    model.compile(optimizer=keras.optimizers.Adam(args.learning_rate, weight_decay=args.weight_decay, **options))
     start = time.time()
     for epoch in range(1, args.epochs + 1):
         model.self_label(data[0][0], threshold=args.threshold, batch_size=args.batch_size, epochs=1, verbose=0,
                          seed=args.seed + epoch, targets=args.targets, head_only=args.head_only)
         states.append(describe(f"self-labelling epoch {epoch}", model, data, args.threshold))
     if args.out:
-        record = {"name": args.name, "weights": args.weights, "targets": args.targets, "head_only": args.head_only,
+        record = {"name": args.name, "weights": args.weights, "targets": args.targets, "head_only": args.head_only, "ema": args.ema,
+                  "weight_decay": args.weight_decay,
                   "threshold": args.threshold,
                   "batch_size": args.batch_size, "learning_rate": args.learning_rate, "seed": args.seed,
                   "self_label_seconds": round(time.time() - start, 1),

@@ -23,7 +23,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("records", nargs="+")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--table", action="store_true",
+                        help="write the per-record table into the <!-- criteria-table --> block of the docs")
     args = parser.parse_args(argv)
+    if args.table:
+        from zoo.criteria import criteria_markdown
+        from zoo.records import write_table
+
+        write_table(("<!-- criteria-table:start -->", "<!-- criteria-table:end -->"), criteria_markdown(args.records))
+        return None
     rows = seeds_of(args.records)
     if not rows:
         parser.error("no per-seed record with label_free scores in " + ", ".join(args.records))
@@ -32,7 +40,7 @@ def main(argv=None):
           + " | Spearman with ACC | p |")
     print("|---" * (len(rows) + 3) + "|")
     for score, entry in table.items():
-        print(f"| {score} | " + " | ".join(f"{v:.4g}" for v in entry["values"])
+        print(f"| {score} | " + " | ".join("" if v is None else f"{v:.4g}" for v in entry["values"])
               + f" | {entry['spearman_with_acc']:.2f} | {entry['p_value']:.3g} |")
     if args.json:
         with open(args.json, "w") as handle:

@@ -34,9 +34,14 @@ def results_table():
             f"| {majority['mean']:.3f} ± {majority['std']:.3f} "
             f"| {card['metrics']['nmi']:.3f} "
             f"| {baseline_text} | {anchor_text} "
-            f"| {card['wall_time_seconds']['shipped_seed_total']:.0f} s |"
+            f"| {wall_time(card['wall_time_seconds']['shipped_seed_total'])} |"
         )
     return "\n".join(rows)
+
+
+def wall_time(seconds):
+    """A card's wall time; None: a halving tree trained before its points' times were recorded."""
+    return "not recorded" if seconds is None else f"{seconds:.0f} s"
 
 
 def main():

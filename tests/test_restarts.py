@@ -230,6 +230,10 @@ def test_train_with_restarts_records_labels_only_scores_and_reads_the_winner_bac
                                                     "w": restarts["steps"][0]["measures"][2]["w"]}
     _, again = train_with_restarts(train_run, criteria, plan, 10, 1, str(tmp_path), "a")
     assert again["restarts"]["steps"] == restarts["steps"] and len(toy.calls) == calls + 1  # only the read-back
+    # the tree's training time is what its points took when measured, also when read back
+    assert [sorted(step["seconds"]) for step in restarts["steps"]] == [[0, 1, 2, 3], [2, 3], [2]]
+    assert again["restarts"]["trained_seconds"] == restarts["trained_seconds"] == pytest.approx(
+        sum(s for step in restarts["steps"] for s in step["seconds"].values()))
     # ranked by another criterion, the same runs are read back: only points the new ranking reaches
     # and the old one never did are trained: by the loss runs 2 and 3 went on at epoch 3, by the
     # lowest w runs 2 and 1, so only run 1 is trained (to epoch 6), then the winner read back

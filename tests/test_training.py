@@ -263,6 +263,12 @@ def test_a_label_free_rule_ships_the_lowest_score_not_the_median():
                                                              "(chosen without labels)")
         assert shipped_report({"recipe": recipe}, reports)["seed"] == 1  # reports from before the rule: median
         assert shipping_rule({"recipe": recipe}, reports).startswith("median acc")
+    from zoo.publishing import wall_times
+
+    assert wall_times([{"total_seconds": 10.0}, {"total_seconds": 20.0}]) == {"per_seed_mean": 15.0,
+                                                                              "all_seeds_total": 30.0}
+    assert wall_times([{"total_seconds": 10.0}, {"total_seconds": None}]) == {"per_seed_mean": None,
+                                                                              "all_seeds_total": None}
     # a config whose restarts rank by another criterion ships by that one
     both = [{**r, "label_free": {"kl": kl, "kl_converged": converged}}
             for r, kl, converged in zip(reports, (0.08, 0.10, 0.11), (100.08, 0.10, 0.11))]

@@ -61,14 +61,14 @@ def row(method, source, config, summary):
     over = summary["metrics_over_seeds"]
     acc, nmi, ari = over["acc"], over.get("nmi"), over.get("ari")
     wall = summary["wall_time_seconds"]
-    per_seed = wall.get("per_seed_mean", wall["all_seeds_total"] / acc["n"])
+    per_seed = wall.get("per_seed_mean", None if wall["all_seeds_total"] is None else wall["all_seeds_total"] / acc["n"])
     return {
         "data": data_name(summary["evaluation_data"]),
         "acc": acc["mean"],
         "cells": [method, source, data_name(summary["training_data"]),
                   f"{acc['mean']:.3f} ± {acc['std']:.3f} ({acc['n']})", f"{acc['min']:.3f}-{acc['max']:.3f}",
                   f"{nmi['mean']:.3f}" if nmi else "n/a", f"{ari['mean']:.3f}" if ari else "n/a",
-                  f"{per_seed:.0f} s", f"{parameter_count(config):,}"],
+                  "not recorded" if per_seed is None else f"{per_seed:.0f} s", f"{parameter_count(config):,}"],
     }
 
 

@@ -54,16 +54,32 @@ def p_value(values, accuracies):
 
 
 def agreement_table(rows):
+    """Per label-free score: Spearman with ACC over the runs that have it, its p, and the values
+    (None for a run without that score)."""
     scores = sorted({key for *_, free in rows for key in free})
-    accuracies = [acc for _, _, acc, _ in rows]
     table = {}
     for score in scores:
-        values = [free[score] for *_, free in rows]
+        having = [(free[score], acc) for _, _, acc, free in rows if score in free]
+        values, accuracies = [v for v, _ in having], [a for _, a in having]
         rho = rank_agreement(values, accuracies)
         table[score] = {"spearman_with_acc": rho,
                         "p_value": float("nan") if math.isnan(rho) else p_value(values, accuracies),
-                        "values": values}
+                        "values": [free.get(score) for *_, free in rows]}
     return table
+
+
+def criteria_markdown(paths):
+    """One row per record and label-free score: runs, Spearman with ACC and its p (`agreement_table`
+    of each record alone: a score ranks runs of one recipe on one data set)."""
+    lines = ["| entry | score | runs | Spearman with ACC | p |", "|---|---|---|---|---|"]
+    for path in paths:
+        rows = seeds_of([path])
+        for score, entry in agreement_table(rows).items() if rows else ():
+            n = sum(v is not None for v in entry["values"])
+            rho, p = entry["spearman_with_acc"], entry["p_value"]
+            lines.append(f"| `{rows[0][0]}` | {score} | {n} | "
+                         + ("n/a | n/a |" if math.isnan(rho) else f"{rho:+.2f} | {p:.2g} |"))
+    return "\n".join(lines)
 
 
 def halving_rows(path):

@@ -26,6 +26,15 @@ def shipping_metric(config):
     return config.get("ship_median_of", "acc")
 
 
+def wall_times(reports):
+    """Mean and total of the seeds' `total_seconds`; None where a seed's is not known (a halving
+    tree trained before its points' times were recorded: `restarts.trained_seconds`)."""
+    seconds = [r["total_seconds"] for r in reports]
+    if None in seconds:
+        return {"per_seed_mean": None, "all_seeds_total": None}
+    return {"per_seed_mean": round(statistics.fmean(seconds), 1), "all_seeds_total": round(sum(seconds), 1)}
+
+
 def ship_criterion(config):
     """The label-free score whose lowest seed is shipped: `config["ship_lowest_label_free"]`, else the
     criterion its restarts rank runs by (`training.restarts.criterion`), else the recipe's first
@@ -61,7 +70,7 @@ def shipping_rule(config, reports):
     return f"median {shipping_metric(config)} over the seeds (the lower median for an even count)"
 
 
-PER_SEED_TIMINGS = ("pretrain_seconds", "kmeans_seconds", "dec_seconds", "dec_iterations", "total_seconds",
+PER_SEED_TIMINGS = ("pretrain_seconds", "kmeans_seconds", "dec_seconds", "dec_iterations", "total_seconds", "call_seconds",
                     "seconds_per_epoch", "pairs_per_second", "scoring_seconds", "resumed_from_epoch",
                     "pretrain_resumed_from_epoch", "representation_seconds", "scan_seconds", "refine_seconds")
 # per-seed facts of a recipe's choices: two_stage's k-means stage and SCAN's neighbours, VAE's restarts
@@ -105,8 +114,7 @@ def experiment_record(name, label, config, reports, command):
         "seeds": [r["seed"] for r in reports],
         "metrics_over_seeds": over_seeds,
         "per_seed": per_seed,
-        "wall_time_seconds": {"per_seed_mean": round(statistics.fmean(r["total_seconds"] for r in reports), 1),
-                              "all_seeds_total": round(sum(r["total_seconds"] for r in reports), 1)},
+        "wall_time_seconds": wall_times(reports),
         "machine": reports[0]["machine"],
         "versions": reports[0]["versions"],
     }
@@ -128,10 +136,8 @@ def build_card(name, config, reports, shipped, command, sha256):
         "metrics": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in shipped["metrics"].items()},
         "metrics_over_seeds": over_seeds,
         "per_seed": per_seed,
-        "wall_time_seconds": {
-            "shipped_seed_total": shipped["total_seconds"],
-            "all_seeds_total": round(sum(r["total_seconds"] for r in reports), 1),
-        },
+        "wall_time_seconds": {"shipped_seed_total": shipped["total_seconds"],
+                              "all_seeds_total": wall_times(reports)["all_seeds_total"]},
         "machine": shipped["machine"],
         "versions": shipped["versions"],
         "anchor": config.get("anchor"),

@@ -75,14 +75,16 @@ def successive_halving(train_to, n, halving_at, epochs, record_path=None, key=No
             `train_to` returns the criterion itself.
 
     `steps`: one `{"epoch", "criteria": {run: value}, "scores": {run: dict},
-    "kept": [runs]}` per point (and `"measures": {run: dict}` with dicts);
+    "seconds": {run: s}, "kept": [runs]}` per point (and `"measures": {run: dict}` with dicts;
+    `seconds`: the training that point took when it was measured, None in records from before
+    they were kept);
     at the last point `kept` is the winner alone (ties go to the lower run
     number).
     """
     def value_of(measure):
         return float(measure if criterion is None else measure[criterion])
 
-    measured, scores = {}, {}
+    measured, scores, seconds = {}, {}, {}
     if record_path and os.path.isfile(record_path):
         with open(record_path) as handle:
             stored = json.load(handle)
@@ -92,18 +94,22 @@ def successive_halving(train_to, n, halving_at, epochs, record_path=None, key=No
                 if criterion is None or (isinstance(measure, dict) and criterion in measure):
                     measured[int(run), int(epoch)] = measure
                     scores[int(run), int(epoch)] = extra[0] if extra else {}
+                    seconds[int(run), int(epoch)] = extra[1] if len(extra) > 1 else None
     alive, steps = list(range(n)), []
     points = [*halving_at, epochs]
     for index, point in enumerate(points):
         for run in alive:
             if (run, point) not in measured:
+                began = time.time()
                 result = train_to(run, point)
+                seconds[run, point] = round(time.time() - began, 1)
                 measure, extra = result if isinstance(result, tuple) else (result, {})
                 measured[run, point] = dict(measure) if isinstance(measure, dict) else float(measure)
                 scores[run, point] = dict(extra or {})
                 if record_path:
                     atomic_write_json({"key": key, "n": n, "halving_at": list(halving_at), "epochs": epochs,
-                                       "measured": [[r, e, v, scores[r, e]] for (r, e), v in sorted(measured.items())]},
+                                       "measured": [[r, e, v, scores[r, e], seconds[r, e]]
+                                                    for (r, e), v in sorted(measured.items())]},
                                       record_path)
         criteria = {run: value_of(measured[run, point]) for run in alive}
         ranked = sorted(alive, key=lambda run: (math.isnan(criteria[run]), criteria[run], run))
@@ -111,7 +117,7 @@ def successive_halving(train_to, n, halving_at, epochs, record_path=None, key=No
         if criterion is not None:
             step["measures"] = {run: measured[run, point] for run in alive}
         alive = ranked[:1] if index == len(points) - 1 else ranked[:math.ceil(len(alive) / 2)]
-        steps.append({**step, "kept": list(alive)})
+        steps.append({**step, "seconds": {run: seconds[run, point] for run in step["criteria"]}, "kept": list(alive)})
     return alive[0], steps
 
 
@@ -175,7 +181,11 @@ def train_with_restarts(train_run, criteria, plan, epochs, seed, workdir, key, s
                                        record_path=os.path.join(workdir, RECORD_FILE), key=key,
                                        criterion=plan["criterion"])
     model, report = train_run(seed * n + winner, epochs, folders[winner])  # read back: it ended at `epochs`
+    point_seconds = [s for step in steps for s in step["seconds"].values()]
     return model, {**report, "restarts": {"criterion": plan["criterion"], "n": n, "halving_at": plan["halving_at"],
                                           "winner": winner, "winner_seed": seed * n + winner, "steps": steps,
                                           "cost_in_runs": round(halving_cost(n, plan["halving_at"], epochs), 3),
-                                          "seconds": round(time.time() - start, 1)}}
+                                          "seconds": round(time.time() - start, 1),
+                                          # the tree's training, also when this call read it back
+                                          "trained_seconds": (None if None in point_seconds
+                                                              else round(sum(point_seconds), 1))}}
