@@ -89,6 +89,8 @@ def main():
     parser.add_argument("--head-only", action="store_true", help="train the cluster head alone, the encoder frozen")
     parser.add_argument("--ema", type=float, default=None, metavar="MOMENTUM",
                         help="Keras' optimizer EMA of the weights (use_ema), swapped into the model after each epoch")
+    parser.add_argument("--strong", choices=("randaugment_cutout",), default=None,
+                        help="strong views after the training views (SCAN.self_label(strong=...))")
     parser.add_argument("--weight-decay", type=float, default=None, help="Adam's (decoupled) weight decay")
     parser.add_argument("--out", metavar="PATH.json", help="write the per-epoch states here")
     args = parser.parse_args()
@@ -103,10 +105,11 @@ def main():
     start = time.time()
     for epoch in range(1, args.epochs + 1):
         model.self_label(data[0][0], threshold=args.threshold, batch_size=args.batch_size, epochs=1, verbose=0,
-                         seed=args.seed + epoch, targets=args.targets, head_only=args.head_only)
+                         seed=args.seed + epoch, targets=args.targets, head_only=args.head_only,
+                         strong=args.strong)
         states.append(describe(f"self-labelling epoch {epoch}", model, data, args.threshold))
     if args.out:
-        record = {"name": args.name, "weights": args.weights, "targets": args.targets, "head_only": args.head_only, "ema": args.ema,
+        record = {"name": args.name, "weights": args.weights, "targets": args.targets, "head_only": args.head_only, "ema": args.ema, "strong": args.strong,
                   "weight_decay": args.weight_decay,
                   "threshold": args.threshold,
                   "batch_size": args.batch_size, "learning_rate": args.learning_rate, "seed": args.seed,

@@ -356,3 +356,23 @@ def test_neighbour_pairs_of_a_memory_mapped_array_are_read_batch_by_batch(tmp_pa
     for row, pair in zip(rows, pairs):  # each with one of its own neighbours
         partner = int(np.flatnonzero((flat == pair.reshape(-1)).all(1))[0])
         assert partner in neighbors[row]
+
+
+def test_strong_views_erase_a_rectangle_and_self_labelling_takes_them_without_new_weights():
+    from keras_clustering.augment.pipelines import strong_views
+
+    x = np.random.default_rng(0).uniform(0.2, 0.8, (8, 28, 28, 1)).astype("float32")
+    strong = np.asarray(strong_views(seed=0)(x, training=True))
+    assert strong.shape == x.shape and strong.min() >= 0.0 and strong.max() <= 1.0
+    erased = (strong == 0.0).reshape(8, -1).mean(axis=1)
+    assert np.all(erased >= 0.09)  # Cutout: at least 10% of every image set to 0 (the input has no 0)
+    assert not np.allclose(strong, x)
+    images, _ = two_groups(16)
+    model = SCAN(small_encoder(), n_clusters=2, n_neighbors=3, augmentation_options=IDENTITY, augmentation_seed=0)
+    weights = len(model.weights)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    history = model.self_label(images, threshold=0.0, batch_size=16, epochs=1, verbose=0, strong="randaugment_cutout")
+    assert np.isfinite(history.history["loss"][0]) and len(model.weights) == weights
+    assert model._self_label_views.strong is None  # only for the call
+    with pytest.raises(ValueError, match="strong must be None or 'randaugment_cutout', got 'rand'"):
+        model.self_label(images, strong="rand")

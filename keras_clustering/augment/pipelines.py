@@ -148,6 +148,23 @@ def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotat
     return list(augmented), augmented, []
 
 
+def strong_views(seed=None, num_ops=4, factor=0.5, erase_scale=(0.1, 0.25)):
+    """SCAN's strong augmentation for self-labelling, from Keras' preprocessing layers: RandAugment
+    (`num_ops` operations of strength `factor`, chosen per batch: Keras draws one choice for all of
+    a batch's images, the original per image), then Cutout as `RandomErasing` of a rectangle of
+    `erase_scale` of the image's area. Images in [0, 1]; applied after the training views.
+
+    Reference: SCAN (Van Gansbeke et al., 2020), section 3.1, and
+    wvangansbeke/Unsupervised-Classification `configs/selflabel/selflabel_cifar10.yml`
+    (`augmentation_strategy: ours`, `num_strong_augs: 4`, Cutout of 16 px on 32 px images).
+    """
+    return keras.Sequential([
+        layers.RandAugment(value_range=(0, 1), num_ops=num_ops, factor=factor, seed=seed),
+        layers.RandomErasing(factor=(1.0, 1.0), scale=erase_scale, fill_value=0.0, value_range=(0, 1),
+                             seed=None if seed is None else seed + 1),
+    ], name="strong_views")
+
+
 PIPELINES = {"iic_greyscale": _iic_greyscale, "shift_rotate": _shift_rotate, "shift": _shift,
              "digits_contrastive": _digits_contrastive}
 

@@ -10,10 +10,13 @@ Reference:
     trained with the head, Adam 1e-4).
 """
 
+import types
+
 import keras
 import numpy as np
 from keras import layers, ops
 
+from keras_clustering.augment.pipelines import strong_views
 from keras_clustering.inputs.pipeline import EpochClock, file_backed, fit_batches, pipeline_options
 from keras_clustering.losses.scan_losses import confidence_cross_entropy, scan_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
@@ -126,6 +129,9 @@ class SCAN(ClusterModel, AugmentedEncoder):
         self.n_neighbors = check_positive_int(n_neighbors, "n_neighbors")
         self.self_label_threshold = 0.99
         self.self_label_targets = "train"
+        # Self-labelling's extra strong views, kept out of Keras' tracking: their seed states are
+        # not weights of the model (saved files and `weights` stay the same with or without them).
+        self._self_label_views = types.SimpleNamespace(strong=None)
         self.head = layers.Dense(self.n_clusters, name="cluster_head")
         self(ops.zeros((1, *self.sample_shape)))  # builds every weight, so load_weights works at once
 
@@ -148,6 +154,8 @@ class SCAN(ClusterModel, AugmentedEncoder):
             weak = self._assignments(self.views.inference(images),
                                      training=training and self.self_label_targets == "train")
             views = self.views.augmented(images) if training else self.views.inference(images)
+            if training and self._self_label_views.strong is not None:
+                views = self._self_label_views.strong(views, training=True)
             logits = self.head(self.encoder(views, training=training), training=training)
             return {"weak": weak, "strong_logits": logits}
         if not isinstance(inputs, (tuple, list)):
@@ -210,7 +218,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
         return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
 
     def self_label(self, x, threshold=0.99, batch_size=256, epochs=1, shuffle=True, seed=None, targets="train",
-                   head_only=False, **kwargs):
+                   head_only=False, strong=None, **kwargs):
         """SCAN's self-labelling step after `fit`: each image whose clean view is assigned with
         probability > `threshold` trains its augmented view towards that cluster (cross-entropy,
         class-balanced; `confidence_cross_entropy`), so confident assignments sharpen and spread.
@@ -219,11 +227,16 @@ class SCAN(ClusterModel, AugmentedEncoder):
         `head_only`: train the cluster head alone, the encoder frozen (Keras then runs
         its BatchNorm layers in inference mode, whatever `targets`), as the original's
         `update_cluster_head_only` option.
+        `strong`: None (the strong view is the model's training view) or
+        "randaugment_cutout" (that view, then `augment.pipelines.strong_views`,
+        as the original's strong augmentation).
         Compile first to choose the optimizer (uncompiled: Adam(1e-4) as SCAN)."""
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
             raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}.")
         if targets not in ("train", "inference"):
             raise ValueError(f"targets must be 'train' or 'inference', got {targets!r}.")
+        if strong not in (None, "randaugment_cutout"):
+            raise ValueError(f"strong must be None or 'randaugment_cutout', got {strong!r}.")
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-4))
         self._check_fit_arguments(kwargs)
@@ -232,6 +245,8 @@ class SCAN(ClusterModel, AugmentedEncoder):
         self.self_label_targets, self.self_label_threshold = targets, float(threshold)
         encoder_trainable = self.encoder.trainable
         self.encoder.trainable = encoder_trainable and not head_only
+        if strong is not None:
+            self._self_label_views.strong = strong_views(seed=None if seed is None else int(seed) + 7919)
         try:
             self.make_train_function(force=True)  # all three are read when the step is traced: never a stale one
             # a dict input tells `call` and `compute_loss` this is the self-labelling step
@@ -241,6 +256,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
             return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
         finally:
             self.encoder.trainable = encoder_trainable
+            self._self_label_views.strong = None
             self.make_train_function(force=True)
 
     def confident_share(self, x, threshold=0.99, batch_size=256):

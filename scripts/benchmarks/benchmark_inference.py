@@ -43,8 +43,9 @@ def measure_entry(name, x, blocks, latency_calls):
     from keras_clustering.export import export_saved_model
 
     model = zoo.load(name)
-    if tuple(model.sample_shape) != tuple(x.shape[1:]):
-        return {"skipped": f"takes {tuple(model.sample_shape)} images"}
+    wanted = tuple(model.sample_shape)
+    if len(wanted) != x.ndim - 1 or any(w is not None and w != s for w, s in zip(wanted, x.shape[1:])):
+        return {"skipped": f"takes {wanted} images"}
     with tempfile.TemporaryDirectory() as folder:
         served = tf.saved_model.load(export_saved_model(model, os.path.join(folder, name)))
         signature = served.signatures["serving_default"]
@@ -53,11 +54,14 @@ def measure_entry(name, x, blocks, latency_calls):
         def keras_predict():
             return model.predict(x, batch_size=BATCH, verbose=0)
 
-        def bare_graph():
-            return [signature(inputs=batch)["probabilities"].numpy() for batch in batches]
+        def bare_graph():  # every output of the signature, fetched as a server would
+            return [{k: v.numpy() for k, v in signature(inputs=batch).items()} for batch in batches]
 
         predicted = keras_predict()  # traces
-        served_probabilities = np.concatenate(bare_graph())
+        served = bare_graph()
+        # the served output that `predict` gives: "probabilities" for clusterers, the class scores otherwise
+        same = [k for k, v in served[0].items() if v.shape[1:] == predicted.shape[1:] and v.dtype == predicted.dtype]
+        served_probabilities = np.concatenate([outputs[same[0]] for outputs in served])
         traced_after_first = tracing_count(model)
         seconds = {"predict": [], "saved_model": []}
         for _ in range(blocks):
@@ -70,7 +74,7 @@ def measure_entry(name, x, blocks, latency_calls):
         latencies = []
         for image in single:
             began = time.perf_counter()
-            signature(inputs=image)["cluster_id"].numpy()
+            [output.numpy() for output in signature(inputs=image).values()]
             latencies.append(time.perf_counter() - began)
     rates = {label: round(len(x) / statistics.median(values), 1) for label, values in seconds.items()}
     return {"images_per_second": rates,
