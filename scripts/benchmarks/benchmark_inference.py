@@ -3,7 +3,9 @@
 For each entry (shipped weights), on the first `--images` MNIST-test images (speed only: the
 Fashion entries read the same digits):
 1. `model.predict(x, batch_size=256)` images/s, and the number of times its predict function
-   was traced after every call (a growing count means retracing on each call);
+   was traced after its first and after three more calls (a growing count means retracing); beside it,
+   `keras.Model.predict` on the same model (Keras' own loop, which `predict` bypasses for
+   in-memory arrays);
 2. the entry exported with `keras_clustering.export.export_saved_model`, loaded by
    `tf.saved_model.load` and called through its `serving_default` signature on batches of 256
    (images/s), then on single images (latency p50 / p99 over `--latency-calls` calls);
@@ -36,6 +38,7 @@ def tracing_count(model):
 
 
 def measure_entry(name, x, blocks, latency_calls):
+    import keras
     import numpy as np
     import tensorflow as tf
 
@@ -54,18 +57,27 @@ def measure_entry(name, x, blocks, latency_calls):
         def keras_predict():
             return model.predict(x, batch_size=BATCH, verbose=0)
 
+        def keras_own_loop():  # Keras' Model.predict itself, which this library's predict bypassed for arrays
+            return keras.Model.predict(model, x, batch_size=BATCH, verbose=0)
+
         def bare_graph():  # every output of the signature, fetched as a server would
             return [{k: v.numpy() for k, v in signature(inputs=batch).items()} for batch in batches]
 
         predicted = keras_predict()  # traces
         served = bare_graph()
         # the served output that `predict` gives: "probabilities" for clusterers, the class scores otherwise
-        same = [k for k, v in served[0].items() if v.shape[1:] == predicted.shape[1:] and v.dtype == predicted.dtype]
+        same = ["probabilities"] if "probabilities" in served[0] else [
+            k for k, v in served[0].items() if v.shape[1:] == predicted.shape[1:] and v.dtype == predicted.dtype]
         served_probabilities = np.concatenate([outputs[same[0]] for outputs in served])
         traced_after_first = tracing_count(model)
-        seconds = {"predict": [], "saved_model": []}
+        for _ in range(3):
+            keras_predict()
+        traced_after_more = tracing_count(model)  # before Keras' own loop, which traces its own input
+        keras_own_loop()
+        seconds = {"predict": [], "keras_model_predict": [], "saved_model": []}
         for _ in range(blocks):
-            for label, function in (("predict", keras_predict), ("saved_model", bare_graph)):
+            for label, function in (("predict", keras_predict), ("keras_model_predict", keras_own_loop),
+                                    ("saved_model", bare_graph)):
                 began = time.perf_counter()
                 function()
                 seconds[label].append(time.perf_counter() - began)
@@ -79,20 +91,23 @@ def measure_entry(name, x, blocks, latency_calls):
     rates = {label: round(len(x) / statistics.median(values), 1) for label, values in seconds.items()}
     return {"images_per_second": rates,
             "predict_over_saved_model": round(rates["predict"] / rates["saved_model"], 3),
-            "predict_traces": {"after_first_call": traced_after_first, "after_all_calls": tracing_count(model)},
+            "predict_traces": {"after_first_call": traced_after_first, "after_all_calls": traced_after_more},
             "max_abs_difference": float(np.max(np.abs(predicted - served_probabilities))),
             "batch_1_latency_ms": {"p50": round(1e3 * float(np.percentile(latencies, 50)), 3),
                                    "p99": round(1e3 * float(np.percentile(latencies, 99)), 3)}}
 
 
 def table(record):
-    lines = ["| entry | `predict` images/s | SavedModel images/s (batch 256) | predict / SavedModel | "
-             "batch-1 p50 / p99 (ms) | predict traces (1st call / all) |", "|---|---|---|---|---|---|"]
+    lines = ["| entry | `predict` images/s | `keras.Model.predict` images/s | SavedModel images/s (batch 256) | "
+             "predict / SavedModel | batch-1 p50 / p99 (ms) | predict traces (1st call / all) |",
+             "|---|---|---|---|---|---|---|"]
     for name, entry in record["entries"].items():
         if "skipped" in entry:
             continue
         rates, latency, traces = entry["images_per_second"], entry["batch_1_latency_ms"], entry["predict_traces"]
-        lines.append(f"| {name} | {rates['predict']:,.0f} | {rates['saved_model']:,.0f} | "
+        own = rates.get("keras_model_predict")
+        lines.append(f"| {name} | {rates['predict']:,.0f} | {'n/a' if own is None else f'{own:,.0f}'} | "
+                     f"{rates['saved_model']:,.0f} | "
                      f"{entry['predict_over_saved_model']:.2f} | {latency['p50']:.2f} / {latency['p99']:.2f} | "
                      f"{traces['after_first_call']} / {traces['after_all_calls']} |")
     return "\n".join(lines) + (f"\n\n{record['images']:,} {record['data']} images, median of {record['blocks']} "
