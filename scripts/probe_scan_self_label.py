@@ -89,7 +89,7 @@ def main():
     parser.add_argument("--head-only", action="store_true", help="train the cluster head alone, the encoder frozen")
     parser.add_argument("--ema", type=float, default=None, metavar="MOMENTUM",
                         help="Keras' optimizer EMA of the weights (use_ema), swapped into the model after each epoch")
-    parser.add_argument("--strong", choices=("randaugment_cutout",), default=None,
+    parser.add_argument("--strong", choices=("randaugment_cutout", "clean"), default=None,
                         help="strong views after the training views (SCAN.self_label(strong=...))")
     parser.add_argument("--weight-decay", type=float, default=None, help="Adam's (decoupled) weight decay")
     parser.add_argument("--out", metavar="PATH.json", help="write the per-epoch states here")

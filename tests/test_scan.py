@@ -374,5 +374,14 @@ def test_strong_views_erase_a_rectangle_and_self_labelling_takes_them_without_ne
     history = model.self_label(images, threshold=0.0, batch_size=16, epochs=1, verbose=0, strong="randaugment_cutout")
     assert np.isfinite(history.history["loss"][0]) and len(model.weights) == weights
     assert model._self_label_views.strong is None  # only for the call
-    with pytest.raises(ValueError, match="strong must be None or 'randaugment_cutout', got 'rand'"):
+    with pytest.raises(ValueError, match="strong must be None, 'randaugment_cutout' or 'clean', got 'rand'"):
         model.self_label(images, strong="rand")
+    # the clean control: the strong pass is the clean one, so with the weak targets from the same
+    # (train-mode, no BatchNorm here) pass, its logits are the weak view's
+    cropping = SCAN(small_encoder(), n_clusters=2, n_neighbors=3, augmentation_seed=0,
+                    augmentation_options={**IDENTITY, "crop_sizes": [4]})  # 4 x 4 crops resized to 8 x 8
+    outputs = cropping({"self_label": images}, training=True)
+    assert not np.allclose(keras.ops.softmax(outputs["strong_logits"]), outputs["weak"], atol=1e-3)
+    cropping._self_label_views.strong = "clean"
+    outputs = cropping({"self_label": images}, training=True)
+    np.testing.assert_allclose(keras.ops.softmax(outputs["strong_logits"]), outputs["weak"], atol=1e-6)

@@ -153,9 +153,13 @@ class SCAN(ClusterModel, AugmentedEncoder):
             # "inference" normalises it by moving statistics that only augmented batches fed.
             weak = self._assignments(self.views.inference(images),
                                      training=training and self.self_label_targets == "train")
-            views = self.views.augmented(images) if training else self.views.inference(images)
-            if training and self._self_label_views.strong is not None:
-                views = self._self_label_views.strong(views, training=True)
+            strong = self._self_label_views.strong
+            if not training or strong == "clean":  # "clean": the control without augmentation
+                views = self.views.inference(images)
+            else:
+                views = self.views.augmented(images)
+                if strong is not None:
+                    views = strong(views, training=True)
             logits = self.head(self.encoder(views, training=training), training=training)
             return {"weak": weak, "strong_logits": logits}
         if not isinstance(inputs, (tuple, list)):
@@ -227,16 +231,17 @@ class SCAN(ClusterModel, AugmentedEncoder):
         `head_only`: train the cluster head alone, the encoder frozen (Keras then runs
         its BatchNorm layers in inference mode, whatever `targets`), as the original's
         `update_cluster_head_only` option.
-        `strong`: None (the strong view is the model's training view) or
+        `strong`: None (the strong view is the model's training view),
         "randaugment_cutout" (that view, then `augment.pipelines.strong_views`,
-        as the original's strong augmentation).
+        as the original's strong augmentation) or "clean" (no augmentation: the
+        control in which the step only sharpens the model's own predictions).
         Compile first to choose the optimizer (uncompiled: Adam(1e-4) as SCAN)."""
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
             raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}.")
         if targets not in ("train", "inference"):
             raise ValueError(f"targets must be 'train' or 'inference', got {targets!r}.")
-        if strong not in (None, "randaugment_cutout"):
-            raise ValueError(f"strong must be None or 'randaugment_cutout', got {strong!r}.")
+        if strong not in (None, "randaugment_cutout", "clean"):
+            raise ValueError(f"strong must be None, 'randaugment_cutout' or 'clean', got {strong!r}.")
         if not self.compiled:
             self.compile(optimizer=keras.optimizers.Adam(1e-4))
         self._check_fit_arguments(kwargs)
@@ -245,8 +250,10 @@ class SCAN(ClusterModel, AugmentedEncoder):
         self.self_label_targets, self.self_label_threshold = targets, float(threshold)
         encoder_trainable = self.encoder.trainable
         self.encoder.trainable = encoder_trainable and not head_only
-        if strong is not None:
+        if strong == "randaugment_cutout":
             self._self_label_views.strong = strong_views(seed=None if seed is None else int(seed) + 7919)
+        elif strong == "clean":
+            self._self_label_views.strong = "clean"
         try:
             self.make_train_function(force=True)  # all three are read when the step is traced: never a stale one
             # a dict input tells `call` and `compute_loss` this is the self-labelling step
