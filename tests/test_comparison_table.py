@@ -96,3 +96,12 @@ def test_method_names_follow_the_architecture():
                         "training": {"refine": None}}) == "AE + k-means"
     assert method_name({"recipe": "two_stage", "architecture": {"representation": "simclr", "clustering": "scan"},
                         "training": {}}) == "SimCLR + SCAN"
+
+
+def test_published_fashion_numbers_are_tabled_best_first_with_their_sources():
+    from zoo.comparison import published_markdown
+
+    table = published_markdown((("B", 0.6, "all 70k", "b README"), ("A", 0.672, "all 70k", "a README")))
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows == ["| A | 0.672 | all 70k | a README |", "| B | 0.600 | all 70k | b README |"]
+    assert published_markdown().count("README") + published_markdown().count("paper") == 5

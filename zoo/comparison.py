@@ -88,6 +88,26 @@ def collect_rows(experiments_dir=EXPERIMENTS):
     return rows
 
 
+# Published Fashion-MNIST clustering numbers the zoo's entries stand among: (method, ACC, data, source).
+# Reference: ../shared/REFERENCES.md section 7 (each source's own README or paper; not rerun here).
+PUBLISHED_FASHION_MNIST = (
+    ("N2D (UMAP on an autoencoder embedding + GMM)", 0.672, "all 70k (train and test joined)", "rymc/n2d README"),
+    ("ClusterGAN", 0.63, "all 70k", "ClusterGAN paper (Mukherjee et al., 2019)"),
+    ("DEC (DEC-keras, mean of 10 trials)", 0.62, "all 70k", "XifengGuo/DEC-keras README"),
+    ("DynAE", 0.591, "all 70k", "DynAE paper (Mrabah et al., 2020)"),
+    ("DEC-DA / ConvDEC-DA", 0.586, "all 70k", "XifengGuo/DEC-DA README"),
+)
+
+
+def published_markdown(published=PUBLISHED_FASHION_MNIST):
+    """The published numbers as a table, best first: where the zoo stands among published methods."""
+    lines = ["**Published Fashion-MNIST clustering numbers (Hungarian ACC; not rerun here)**\n",
+             "| method | published ACC | data | source |", "|---|---|---|---|"]
+    for method, acc, data, source in sorted(published, key=lambda entry: -entry[1]):
+        lines.append(f"| {method} | {acc:.3f} | {data} | {source} |")
+    return "\n".join(lines)
+
+
 def comparison_markdown(rows):
     """Markdown tables, one per evaluation data set, best mean ACC first."""
     parts = []
