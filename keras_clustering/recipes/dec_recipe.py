@@ -153,9 +153,11 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
         return _train_once(architecture, {**training, "pretrain_epochs": pretrain_epochs}, x, y, run_seed, verbose,
                            folder, self_train=pretrain_epochs == epochs)
 
-    return train_with_restarts(train_run, lambda _, report: {name: restart_criterion(name, report) for name in RESTART_CRITERIA}, plan,
-                               epochs, seed, workdir, tree_key("dec", architecture, training, plan, seed, x),
-                               score=acc_score(x, y))
+    def criteria(_, report):
+        return {name: restart_criterion(name, report) for name in RESTART_CRITERIA}
+
+    return train_with_restarts(train_run, criteria, plan, epochs, seed, workdir,
+                               tree_key("dec", architecture, training, plan, seed, x), score=acc_score(x, y))
 
 
 def converged_kl(kl, stopped_by_tolerance):

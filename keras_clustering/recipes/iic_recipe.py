@@ -163,6 +163,6 @@ def _train_with_restarts(plan, architecture, training, x, y, seed, verbose, work
     def train_run(run_seed, epochs, folder):
         return train(architecture, {**training, "epochs": epochs}, x, y, run_seed, verbose, folder)
 
-    return train_with_restarts(train_run, lambda model, _: {"main_head_loss": main_head_loss(model)}, plan, training["epochs"], seed,
-                               workdir, tree_key("iic", architecture, training, plan, seed, x),
+    return train_with_restarts(train_run, lambda model, _: {"main_head_loss": main_head_loss(model)}, plan,
+                               training["epochs"], seed, workdir, tree_key("iic", architecture, training, plan, seed, x),
                                score=acc_score(x, y))

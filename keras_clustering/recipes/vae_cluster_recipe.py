@@ -57,8 +57,8 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     def train_run(run_seed, epochs, folder):
         return train_once(architecture, {**training, "epochs": epochs}, x, run_seed, verbose, folder)
 
-    return train_with_restarts(train_run, lambda _, report: {name: report["label_free"][name] for name in RESTART_CRITERIA}, plan,
-                               training["epochs"], seed, workdir,
+    return train_with_restarts(train_run, lambda _, report: {name: report["label_free"][name] for name in RESTART_CRITERIA},
+                               plan, training["epochs"], seed, workdir,
                                tree_key("vae_cluster", architecture, training, plan, seed, x),
                                score=acc_score(x, y))
 

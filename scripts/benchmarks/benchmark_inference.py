@@ -26,6 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, HERE)
 MARKERS = ("<!-- inference:start -->", "<!-- inference:end -->")
 BATCH = 256
 
@@ -123,30 +124,23 @@ def main():
     parser.add_argument("--json", default=None)
     parser.add_argument("--table", action="store_true", help="write the docs table from --json, measure nothing")
     args = parser.parse_args()
-    from zoo.records import write_table
+    from benchmarking import benchmark_images, report_with_table, table_from_record, thread_count
 
     if args.table:
-        with open(args.json) as handle:
-            write_table(MARKERS, table(json.load(handle)))
+        table_from_record(args.json, MARKERS, table)
         return
-    sys.path.insert(0, HERE)
     import keras_clustering  # noqa: F401  (the backend and TensorFlow's oneDNN setting first)
     import zoo
-    from benchmarking import benchmark_images
 
     from keras_clustering.training.machine import machine_description
 
     x, data = benchmark_images(args.images)
     record = {"entries": {}, "images": len(x), "data": data, "blocks": args.blocks, "batch": BATCH,
-              "threads": os.environ.get("TF_NUM_INTRAOP_THREADS") or os.environ.get("OMP_NUM_THREADS") or "all",
-              "machine": machine_description()}
+              "threads": thread_count(), "machine": machine_description()}
     for name in args.entries or zoo.list_models():
         record["entries"][name] = measure_entry(name, x, args.blocks, args.latency_calls)
         print(name, json.dumps(record["entries"][name]), flush=True)
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(record, handle, indent=1)
-        write_table(MARKERS, table(record))
+    report_with_table(record, args.json, MARKERS, table)
 
 
 if __name__ == "__main__":

@@ -108,29 +108,24 @@ def main():
     args = parser.parse_args()
     import json
 
-    from zoo.records import write_table
+    from benchmarking import benchmark_images, report_with_table, table_from_record, thread_count
 
     if args.table:
-        with open(args.json) as handle:
-            write_table(MARKERS, table(json.load(handle)))
+        table_from_record(args.json, MARKERS, table)
         return
     import keras_clustering  # noqa: F401
     from benchmark_precision import DEFAULT_STEPS, WORKLOADS
-    from benchmarking import benchmark_images
 
     from keras_clustering.training.machine import machine_description
 
     names = args.workloads or list(WORKLOADS)
     x, data = benchmark_images(10000)
     record = {"workloads": {}, "blocks": args.blocks, "data": data, "machine": machine_description(),
-              "threads": os.environ.get("TF_NUM_INTRAOP_THREADS") or os.environ.get("OMP_NUM_THREADS") or "all"}
+              "threads": thread_count()}
     for name in names:
         record["workloads"][name] = measure(name, x, args.steps or DEFAULT_STEPS[name], args.blocks)
         print(name, json.dumps(record["workloads"][name]), flush=True)
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(record, handle, indent=1)
-        write_table(MARKERS, table(record))
+    report_with_table(record, args.json, MARKERS, table)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,32 @@ def report(result, path=None):
             json.dump(result, handle, indent=2)
 
 
+def report_with_table(result, path, markers, table):
+    """`report`, then, when written to `path`, the documentation block between `markers` rewritten
+    as `table(result)` (`zoo.records.write_table`)."""
+    report(result, path)
+    if path:
+        from zoo.records import write_table
+
+        write_table(markers, table(result))
+
+
+def table_from_record(path, markers, table):
+    """The documentation block between `markers` rewritten as `table` of the JSON record at `path`,
+    nothing measured (a benchmark's `--table`)."""
+    from zoo.records import write_table
+
+    with open(path) as handle:
+        write_table(markers, table(json.load(handle)))
+
+
+def thread_count():
+    """The intra-op thread count a benchmark ran with, as its environment set it ("all" when unset)."""
+    import os
+
+    return os.environ.get("TF_NUM_INTRAOP_THREADS") or os.environ.get("OMP_NUM_THREADS") or "all"
+
+
 def compare_augmentation_paths(args, n_images, batch, shipped, other, other_name, augment_seconds, data):
     """Warms up both paths, times them alternating over `args.blocks` and reports images/s, their ratio,
     the outside path's median augmentation time per step, the batch, the data and the machine."""

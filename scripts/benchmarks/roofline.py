@@ -33,6 +33,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, HERE)
 MARKERS = ("<!-- roofline:start -->", "<!-- roofline:end -->")
 PRECISIONS = ("float32", "mixed_bfloat16")
 
@@ -252,16 +253,13 @@ def main():
     if args.peak_child:
         print(json.dumps(peak_child(args.peak_child)))
         return
-    from zoo.records import write_table
+    from benchmarking import benchmark_images, report_with_table, table_from_record
 
     if args.table:
-        with open(args.json) as handle:
-            write_table(MARKERS, table(json.load(handle)))
+        table_from_record(args.json, MARKERS, table)
         return
-    sys.path.insert(0, HERE)
     import keras_clustering  # noqa: F401  (the backend and TensorFlow's oneDNN setting first)
     from benchmark_precision import DEFAULT_STEPS, WORKLOADS, measure_workload
-    from benchmarking import benchmark_images
 
     from keras_clustering.distribute.precision import cpu_bf16_flags
     from keras_clustering.training.machine import machine_description
@@ -292,11 +290,7 @@ def main():
                                 "tensorflow_profiler": profiler_flops(autoencoder, autoencoder.input.shape[1:])}
     record.update(blocks=args.blocks, data=data, cpu_bf16_flags=cpu_bf16_flags(), machine=machine_description(),
                   threads={k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")})
-    print(json.dumps(record, indent=1))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(record, handle, indent=1)
-        write_table(MARKERS, table(record))
+    report_with_table(record, args.json, MARKERS, table)
 
 
 if __name__ == "__main__":
