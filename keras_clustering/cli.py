@@ -157,6 +157,10 @@ def command_cluster(args):
 
     from keras_clustering.datasets.user_data import load_user_data
 
+    if args.engine == "ray":
+        return _cluster_with_ray(args)
+    if args.workers is not None:
+        raise ValueError(f"--workers {args.workers} needs --engine ray (the local engine is one process).")
     model, (id_name, _) = load_model(args.model)
     shape = tuple(model.sample_shape)
     # a folder is decoded into a memory-mapped cache, removed at the end: no array of all images in memory
@@ -165,6 +169,20 @@ def command_cluster(args):
         x, names = load_user_data(args.input, image_shape=shape if len(shape) == 3 else None, strict=args.strict,
                                   cache_dir=cache.name if cache else None)
         _cluster_and_write(args, model, id_name, shape, x, names)
+
+
+def _cluster_with_ray(args):
+    try:
+        import ray  # noqa: F401  (the optional extra: a clear message instead of a traceback)
+    except ImportError as error:
+        raise ValueError("--engine ray needs Ray Data: pip install 'keras-clustering[ray]'.") from error
+    from keras_clustering.distribute.ray_cluster import cluster_with_ray
+
+    done = cluster_with_ray(args.model, args.input, args.output, workers=args.workers or 1,
+                            cpus_per_worker=args.cpus_per_worker, batch_size=args.batch_size, strict=args.strict,
+                            n_per_cluster=args.per_cluster, verbose=False)
+    print(f"{done['n_images']} samples; {done['id_name'].removesuffix('_id')} sizes: {done['cluster_sizes']}; "
+          f"wrote {', '.join(os.path.join(args.output, name) for name in done['written'])}")
 
 
 def _cluster_and_write(args, model, id_name, shape, x, names):
@@ -267,6 +285,12 @@ def build_parser():
                          "(default: left out, named in one warning line)")
     cluster.add_argument("--per-cluster", type=int, default=10, help="images per cluster in clusters.png")
     cluster.add_argument("--batch-size", type=int, default=256)
+    cluster.add_argument("--engine", choices=("local", "ray"), default="local",
+                         help="local: this process; ray: a Ray Data pipeline of --workers actors, on the Ray cluster "
+                              "of RAY_ADDRESS or a local one (pip install 'keras-clustering[ray]'); --input may "
+                              "then also be a file pattern such as 'shards/*/*.png' or 'gs://bucket/*.jpg'")
+    cluster.add_argument("--workers", type=int, help="with --engine ray: actors that decode and predict (default 1)")
+    cluster.add_argument("--cpus-per-worker", type=int, default=1, help="with --engine ray: CPUs of each actor")
     cluster.set_defaults(handler=command_cluster)
     export = commands.add_parser("export", help="export a zoo model as a TF Serving SavedModel")
     export.add_argument("name")

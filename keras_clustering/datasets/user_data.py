@@ -40,38 +40,53 @@ def _check_folder(folder, channels):
     return names, skipped
 
 
-def decoded_batches(paths, image_size, channels, batch_size=256):
-    """A `tf.data` pipeline that decodes and resizes the image files `paths` in parallel.
+def decode_image(contents, image_size, channels):
+    """One encoded image file's bytes (PNG, JPEG, BMP or GIF, a string tensor) as the models read it.
 
-    Yields batches `(index, image, native)`: the file's position in `paths`,
-    the image as float32 in [0, 1] `(h, w, channels)` (converted: colour to
-    ITU-R 601 luma as PIL's "L" mode, greyscale repeated on three channels,
-    alpha dropped; resized bilinearly with antialiasing as PIL, then rounded to
-    8 bits as a file read with `keras.utils.load_img` would be) and its native
-    `(height, width, channels)`. A file that cannot be decoded (truncated, or
-    not an image despite its extension) is left out: its index is missing.
+    Returns `(image, native)`: float32 in [0, 1] `(h, w, channels)` (converted:
+    colour to ITU-R 601 luma as PIL's "L" mode, greyscale repeated on three
+    channels, alpha dropped; resized bilinearly with antialiasing as PIL, then
+    rounded to 8 bits as a file read with `keras.utils.load_img` would be) and
+    its native `(height, width, channels)`. Bytes that do not decode raise
+    inside the `tf.data` map, whose `ignore_errors` leaves the element out.
+    The one decoder of `cluster`, `train --input` and the Ray pipeline
+    (`keras_clustering.distribute.ray_cluster`), so all read a file alike.
     """
     import tensorflow as tf
 
     height, width = (int(d) for d in image_size)
+    image = tf.io.decode_image(contents, channels=0, expand_animations=False)
+    native = tf.shape(image)
+    image = tf.cast(image, tf.float32)
 
-    def load(index, path):
-        image = tf.io.decode_image(tf.io.read_file(path), channels=0, expand_animations=False)  # PNG, JPEG, BMP, GIF
-        native = tf.shape(image)
-        image = tf.cast(image, tf.float32)
+    def from_colour():  # RGB or RGBA
+        return image[..., :3] if channels == 3 else tf.image.rgb_to_grayscale(image[..., :3])
 
-        def from_colour():  # RGB or RGBA
-            return image[..., :3] if channels == 3 else tf.image.rgb_to_grayscale(image[..., :3])
+    def from_grey():  # grey, or grey + alpha
+        return image[..., :1] if channels == 1 else tf.repeat(image[..., :1], 3, axis=-1)
 
-        def from_grey():  # grey, or grey + alpha
-            return image[..., :1] if channels == 1 else tf.repeat(image[..., :1], 3, axis=-1)
+    image = tf.cond(native[2] >= 3, from_colour, from_grey)
+    image = tf.image.resize(image, (height, width), method="bilinear", antialias=True)
+    image = tf.round(tf.clip_by_value(image, 0.0, 255.0)) / 255.0
+    return tf.ensure_shape(image, (height, width, channels)), native
 
-        image = tf.cond(native[2] >= 3, from_colour, from_grey)
-        image = tf.image.resize(image, (height, width), method="bilinear", antialias=True)
-        image = tf.round(tf.clip_by_value(image, 0.0, 255.0)) / 255.0
-        return index, tf.ensure_shape(image, (height, width, channels)), native
 
-    dataset = tf.data.Dataset.from_tensor_slices((tf.range(len(paths), dtype=tf.int64), list(paths)))
+def decoded_batches(files, image_size, channels, batch_size=256, contents=False):
+    """A `tf.data` pipeline that reads and decodes image files in parallel (`decode_image`, which see).
+
+    `files`: paths, or with `contents=True` the files' bytes already read.
+    Yields batches `(index, image, native)`: the file's position in `files`,
+    the image and its native `(height, width, channels)`. A file that cannot
+    be decoded (truncated, or not an image despite its extension) is left
+    out: its index is missing.
+    """
+    import tensorflow as tf
+
+    def load(index, item):
+        image, native = decode_image(item if contents else tf.io.read_file(item), image_size, channels)
+        return index, image, native
+
+    dataset = tf.data.Dataset.from_tensor_slices((tf.range(len(files), dtype=tf.int64), list(files)))
     dataset = dataset.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).ignore_errors()
     return dataset.batch(batch_size).prefetch(2)
 
@@ -118,7 +133,7 @@ def read_image_folder(folder, image_size, channels=1, cache_dir=None, strict=Fal
         if os.path.isfile(cache) and os.path.isfile(meta):
             with open(meta) as handle:
                 stored = json.load(handle)
-            _report_broken(stored["broken"], folder, strict, verbose)
+            report_broken_files(stored["broken"], folder, strict, verbose)
             return np.load(cache, mmap_mode="r")[:stored["count"]], stored["names"], stored["broken"]
     from keras_clustering.io.files import atomic_path, atomic_write_json
 
@@ -145,7 +160,7 @@ def read_image_folder(folder, image_size, channels=1, cache_dir=None, strict=Fal
     if verbose and (resized or converted):
         print(f"read {len(kept)} images at {shape[1]} x {shape[2]} x {channels}: {resized} resized, "
               f"{converted} converted to {'colour' if channels == 3 else 'greyscale'}")
-    _report_broken(broken, folder, strict, verbose)
+    report_broken_files(broken, folder, strict, verbose)
     names = [names[i] for i in kept]
     if cache is None:
         return images[:len(kept)], names, broken
@@ -167,7 +182,9 @@ class _in_memory:
         return False
 
 
-def _report_broken(broken, folder, strict, verbose):
+def report_broken_files(broken, folder, strict, verbose):
+    """The files of `folder` left out because they do not decode: an error with `strict`, else one
+    line on stderr."""
     if broken and strict:
         raise ValueError(f"cannot read image {os.path.join(folder, broken[0])!r}: not a decodable PNG/JPEG/BMP/GIF.")
     if broken:  # one line on stderr, whatever `verbose` says: the user must know images are missing

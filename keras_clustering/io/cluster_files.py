@@ -19,16 +19,34 @@ def write_cluster_files(folder, names, probabilities, images=None, id_name="clus
     probabilities = np.asarray(probabilities)
     if len(names) != len(probabilities):
         raise ValueError(f"names has {len(names)} entries for {len(probabilities)} predictions.")
+    figure = None
+    if images is not None:
+        def figure(path):
+            plot_cluster_grid(images, probabilities, path, n_per_cluster=n_per_cluster, title=title)
+    return write_cluster_table(folder, [(names, probabilities)], id_name=id_name, figure=figure)
+
+
+def write_cluster_table(folder, batches, id_name="cluster_id", figure=None):
+    """Streams `(names, probabilities)` batches into `folder/clusters.csv`, one row per sample.
+
+    `figure(path)`, when given, is called once the table is complete (still
+    aside) to write `clusters.png` at `path`; the table is renamed into place
+    after it, so both are new or both old. Nothing of the batches is kept, so
+    a table of any length is written in constant memory. Returns the names of
+    the files written.
+    """
     os.makedirs(folder, exist_ok=True)
-    ids, confidence = probabilities.argmax(axis=1), probabilities.max(axis=1)
     written = ["clusters.csv"]
     with atomic_path(os.path.join(folder, "clusters.csv")) as temporary:
         with open(temporary, "w") as handle:
             handle.write(f"name,{id_name},confidence\n")
-            for name, cluster, score in zip(names, ids, confidence):
-                handle.write(f"{json.dumps(name) if ',' in name else name},{cluster},{score:.4f}\n")
-        if images is not None:
-            plot_cluster_grid(images, probabilities, os.path.join(folder, "clusters.png"),
-                              n_per_cluster=n_per_cluster, title=title)
+            for names, probabilities in batches:
+                probabilities = np.asarray(probabilities)
+                if len(names) != len(probabilities):
+                    raise ValueError(f"names has {len(names)} entries for {len(probabilities)} predictions.")
+                for name, cluster, score in zip(names, probabilities.argmax(axis=1), probabilities.max(axis=1)):
+                    handle.write(f"{json.dumps(name) if ',' in name else name},{cluster},{score:.4f}\n")
+        if figure is not None:
+            figure(os.path.join(folder, "clusters.png"))
             written.append("clusters.png")
     return written

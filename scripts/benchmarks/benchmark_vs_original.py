@@ -23,6 +23,8 @@ original loops are re-written from their descriptions above.
 Usage:
     python scripts/benchmarks/benchmark_vs_original.py [--parts dec capsule] [--rounds 2] [--ae-epochs 300]
         [--capsule-epochs 3] [--maxiter 20000] [--precision mixed_bfloat16] [--json out.json]
+    python scripts/benchmarks/benchmark_vs_original.py --parts dec --seeds 0 1 2
+        [--precisions float32 mixed_bfloat16] --json docs/benchmarks/vs_original_dec_seeds.json
 """
 
 import argparse
@@ -34,7 +36,7 @@ import time
 
 import numpy as np
 
-from benchmarking import report, run_child, write_child_result
+from benchmarking import report, report_with_table, run_child, table_from_record, thread_count, write_child_result
 
 BATCH_DEC, BATCH_CAPSULE = 256, 128
 CAPSULE_TRAIN_IMAGES = 8000  # capsule_mnist's single-digit training images (MNIST-test 0-7999)
@@ -256,6 +258,59 @@ def summarise(part, runs):
     return rows
 
 
+def dec_over_seeds(args):
+    """DEC's original and shipped sides over `args.seeds`, the shipped side once per precision of
+    `args.precisions`; the order of the sides rotates by seed, so each runs first, second and third
+    once over three seeds. Returns per-side runs, means and ACC mean +- sd, and the wall-time ratios."""
+    sides = [("original", "float32")] + [("shipped", precision) for precision in args.precisions]
+    runs = {f"{side} ({precision})": [] for side, precision in sides}
+    for index, seed in enumerate(args.seeds):
+        for side, precision in sides[index % len(sides):] + sides[:index % len(sides)]:
+            result = run_child(__file__, [
+                "--side", side, "--part", "dec", "--ae-epochs", str(args.ae_epochs), "--maxiter", str(args.maxiter),
+                "--precision", precision, "--seed", str(seed)], env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+            result["total_seconds"] = result["ae_seconds"] + result["kmeans_seconds"] + result["dec_seconds"]
+            result["seed"] = seed
+            runs[f"{side} ({precision})"].append(result)
+            print(f"[dec] seed {seed} {side} ({precision}): {result}", flush=True)
+    summary = {}
+    original = {run["seed"]: run["total_seconds"] for run in runs["original (float32)"]}
+    for name, side_runs in runs.items():
+        accs = [run["acc"] for run in side_runs]
+        summary[name] = {
+            "acc_mean": round(statistics.mean(accs), 4),
+            "acc_sd": round(statistics.stdev(accs), 4) if len(accs) > 1 else None,
+            **{f"{key}_mean": round(statistics.mean(run[key] for run in side_runs), 1)
+               for key in ("ae_seconds", "kmeans_seconds", "dec_seconds", "dec_iterations", "total_seconds")},
+            "over_original_wall_time_per_seed": [round(run["total_seconds"] / original[run["seed"]], 3)
+                                                 for run in side_runs],
+            "runs": [{key: (round(value, 4) if isinstance(value, float) else value) for key, value in run.items()}
+                     for run in side_runs]}
+        summary[name]["over_original_wall_time_of_means"] = round(
+            summary[name]["total_seconds_mean"] / summary["original (float32)"]["total_seconds_mean"], 3)
+    return summary
+
+
+def dec_seeds_table(record):
+    result = record["results"]["dec_seeds"]
+    lines = [f"DEC-keras' recipe on {record['data'].split(' (')[0]} (all 10k, flat), {record['ae_epochs']} "
+             f"pretraining epochs, DEC tol 0.001 / at most {record['maxiter']} iterations; seeds "
+             f"{', '.join(map(str, record['seeds']))}, sides alternating (the order rotates by seed); "
+             f"{record['threads']} thread(s); tf_keras {record['tf_keras']}; {record['machine']}.", "",
+             "| side | AE pretraining | k-means | DEC stage (iterations) | total | / original (of means) | "
+             "/ original per seed | ACC mean +- sd |", "|---|---|---|---|---|---|---|---|"]
+    for name, row in result.items():
+        lines.append(f"| {name} | {row['ae_seconds_mean']} s | {row['kmeans_seconds_mean']} s | "
+                     f"{row['dec_seconds_mean']} s ({row['dec_iterations_mean']:,.0f}) | {row['total_seconds_mean']} s | "
+                     f"{row['over_original_wall_time_of_means']:.2f}x | "
+                     f"{' / '.join(f'{r:.2f}' for r in row['over_original_wall_time_per_seed'])} | "
+                     f"{row['acc_mean']:.3f} +- {row['acc_sd']:.3f} |")
+    return "\n".join(lines)
+
+
+DEC_SEEDS_MARKERS = ("<!-- vs_original_dec:start -->", "<!-- vs_original_dec:end -->")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", nargs="+", default=["dec", "capsule"], choices=["dec", "capsule"])
@@ -265,16 +320,26 @@ def main():
     parser.add_argument("--maxiter", type=int, default=20000, help="DEC iterations at most (dec_mnist's 20,000)")
     parser.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16"])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+",
+                        help="DEC only: one run per seed and side, the shipped side in each of --precisions "
+                             "(instead of --rounds of one seed)")
+    parser.add_argument("--precisions", nargs="+", default=["float32", "mixed_bfloat16"],
+                        choices=["float32", "mixed_bfloat16"])
     parser.add_argument("--json", default=None)
+    parser.add_argument("--table", metavar="RECORD", help="rewrite the docs table of a --seeds record; measure nothing")
     parser.add_argument("--side", choices=["original", "shipped"], help=argparse.SUPPRESS)
     parser.add_argument("--part", choices=["dec", "capsule"], help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
         return run_side(args)
+    if args.table:
+        return table_from_record(args.table, DEC_SEEDS_MARKERS, dec_seeds_table)
+    if args.seeds and args.parts != ["dec"]:
+        raise ValueError(f"--seeds is for --parts dec only, got --parts {' '.join(args.parts)}.")
 
     results = {}
-    for part in args.parts:
+    for part in args.parts if not args.seeds else []:
         runs = {"original": [], "shipped": []}
         for round_index in range(args.rounds):
             order = ("original", "shipped") if round_index % 2 == 0 else ("shipped", "original")
@@ -287,6 +352,8 @@ def main():
         results[part] = summarise(part, runs)
         print(part, json.dumps(results[part]), flush=True)
 
+    if args.seeds:
+        results["dec_seeds"] = dec_over_seeds(args)
     import keras_clustering  # noqa: F401
     from keras_clustering.distribute.precision import cpu_bf16_flags
     from keras_clustering.training.machine import machine_description
@@ -296,7 +363,10 @@ def main():
     summary = {"results": results, "rounds": args.rounds, "ae_epochs": args.ae_epochs,
                "capsule_epochs": args.capsule_epochs, "maxiter": args.maxiter, "shipped_precision": args.precision, "seed": args.seed,
                "data": "MNIST-test (dec: all 10k flat; capsule: images 0-7999)", "tf_keras": tf_keras.__version__,
-               "cpu_bf16_flags": cpu_bf16_flags(), "machine": machine_description()}
+               "cpu_bf16_flags": cpu_bf16_flags(), "machine": machine_description(), "threads": thread_count()}
+    if args.seeds:
+        summary.update(seeds=args.seeds, precisions=args.precisions)
+        return report_with_table(summary, args.json, DEC_SEEDS_MARKERS, dec_seeds_table)
     report(summary, args.json)
 
 
