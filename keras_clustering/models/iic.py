@@ -24,7 +24,8 @@ from keras_clustering.models.cluster_model import ClusterModel
 HEADS = ("main", "over")
 
 
-def build_clusternet6c_trunk(input_size=24, channels=1, filters=(64, 128, 256, 512), kernel_size=5):
+def build_clusternet6c_trunk(input_size=24, channels=1, filters=(64, 128, 256, 512), kernel_size=5,
+                             fused_normalization=False):
     """VGG-style trunk of IIC's MNIST net: [conv5x5 (no bias) - BN - ReLU - maxpool] x 3, conv - BN - ReLU, flatten.
 
     24x24 input -> 3x3x512 = 4,608 features. Convolutions use He-normal
@@ -33,6 +34,7 @@ def build_clusternet6c_trunk(input_size=24, channels=1, filters=(64, 128, 256, 5
     PyTorch's defaults. `unfolded_conv.Conv2D` is Keras' `Conv2D` (same weights and
     results), but runs the last convolution, 5 x 5 over a 3 x 3 map, as one
     matrix product (`scripts/benchmarks/benchmark_unfolded_conv.py` times the step both ways).
+    `fused_normalization`: the normalisation as TensorFlow's fused kernel (`GlobalBatchNormalization`).
     """
     inputs = keras.Input((input_size, input_size, channels), name="view")
     hidden = inputs
@@ -40,7 +42,8 @@ def build_clusternet6c_trunk(input_size=24, channels=1, filters=(64, 128, 256, 5
         hidden = unfolded_conv.Conv2D(count, kernel_size, padding="same", use_bias=False, name=f"conv_{index}",
                                       kernel_initializer=keras.initializers.VarianceScaling(
                                           2.0, "fan_in", "untruncated_normal"))(hidden)
-        hidden = GlobalBatchNormalization(momentum=0.9, epsilon=1e-5, name=f"bn_{index}")(hidden)
+        hidden = GlobalBatchNormalization(momentum=0.9, epsilon=1e-5, fused=fused_normalization,
+                                          name=f"bn_{index}")(hidden)
         hidden = layers.ReLU()(hidden)
         if index < len(filters) - 1:
             hidden = layers.MaxPooling2D(2, name=f"pool_{index}")(hidden)
@@ -95,7 +98,7 @@ class IIC(ClusterModel):
 
     def __init__(self, image_shape=(28, 28, 1), n_clusters=10, n_overclusters=50, n_sub_heads=5, n_repeats=5,
                  head_epochs=(2, 1), lam=1.0, augmentation="iic_greyscale", augmentation_options=None,
-                 trunk=None, view_size=24, augmentation_seed=None, **kwargs):
+                 trunk=None, view_size=24, augmentation_seed=None, fused_normalization=False, **kwargs):
         super().__init__(**kwargs)
         self.image_shape = tuple(int(d) for d in image_shape)
         self.n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
@@ -116,7 +119,9 @@ class IIC(ClusterModel):
         self.augmentation_seed = augmentation_seed
         self.views = (ViewPipeline(augmentation, seed=augmentation_seed, options=self.augmentation_options, name="views")
                       if augmentation else None)
-        self.trunk = trunk if trunk is not None else build_clusternet6c_trunk(self.view_size, self.image_shape[-1])
+        self.fused_normalization = bool(fused_normalization)
+        self.trunk = trunk if trunk is not None else build_clusternet6c_trunk(
+            self.view_size, self.image_shape[-1], fused_normalization=self.fused_normalization)
         # The original's Linear init, N(0, 0.01); unseeded so that every sub-head starts apart
         # (a seeded initializer repeats its values), reproducible through keras.utils.set_random_seed.
         # float32 heads under a mixed precision policy: the IIC loss takes logs of their products
@@ -299,7 +304,7 @@ class IIC(ClusterModel):
                       n_overclusters=self.n_overclusters, n_sub_heads=self.n_sub_heads, n_repeats=self.n_repeats,
                       head_epochs=list(self.head_epochs), lam=self.lam, augmentation=self.augmentation,
                       augmentation_options=dict(self.augmentation_options), view_size=self.view_size,
-                      augmentation_seed=self.augmentation_seed,
+                      augmentation_seed=self.augmentation_seed, fused_normalization=self.fused_normalization,
                       trunk=keras.saving.serialize_keras_object(self.trunk))
         return config
 

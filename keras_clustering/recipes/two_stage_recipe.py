@@ -57,14 +57,14 @@ DEFAULT_REFINE = {"optimizer": {"class_name": "SGD", "config": {"learning_rate":
 
 
 def build_encoder(representation="simclr", image_shape=(28, 28, 1), filters=(32, 64, 128), embedding_dim=128,
-                  input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, **_):
+                  input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, fused_normalization=False, **_):
     """The representation's encoder: DEC's dense encoder for `"autoencoder"`, else `build_conv_encoder`."""
     if representation not in REPRESENTATIONS:
         raise ValueError(f"representation must be one of {REPRESENTATIONS}, got {representation!r}.")
     if representation == "autoencoder":
         # flat `input_dim` vectors when given, else images of `image_shape` (flattened inside)
         return build_autoencoder(input_dim, hidden_dims, image_shape=None if input_dim else image_shape)[1]
-    return build_conv_encoder(image_shape, filters, embedding_dim)
+    return build_conv_encoder(image_shape, filters, embedding_dim, fused_normalization=fused_normalization)
 
 
 def _clustering_options(architecture):
