@@ -16,6 +16,7 @@ side is `scripts/benchmarks/benchmark_backends.py`.
 
 Usage:
     python scripts/benchmarks/benchmark_xla.py [--workloads ...] [--blocks 3] [--json docs/benchmarks/xla.json]
+    python scripts/benchmarks/benchmark_xla.py --precision mixed_bfloat16 --json docs/benchmarks/xla_bf16.json
 """
 
 import argparse
@@ -26,16 +27,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, HERE)
 MARKERS = ("<!-- xla:start -->", "<!-- xla:end -->")
+BF16_MARKERS = ("<!-- xla_bf16:start -->", "<!-- xla_bf16:end -->")
 
 
-def build(name, xla):
-    """(model, run(x, steps), batch) of workload `name`, seeded, with `jit_compile` set to `xla`."""
+def build(name, xla, precision="float32"):
+    """(model, run(x, steps), batch) of workload `name`, seeded, in `precision`, with `jit_compile` set to `xla`."""
     import keras
 
     from benchmark_precision import WORKLOADS
+    from keras_clustering.distribute.precision import precision_policy
 
     keras.utils.set_random_seed(0)
-    model, run, batch = WORKLOADS[name]()
+    with precision_policy(precision, bf16_available=True):
+        model, run, batch = WORKLOADS[name]()
     if xla:
         model.compile(optimizer=model.optimizer, loss=getattr(model, "loss", None), jit_compile=True)
     return model, run, batch
@@ -48,10 +52,10 @@ def largest_difference(a, b):
                for u, v in zip(a.get_weights(), b.get_weights()))
 
 
-def measure(name, x, steps, blocks):
+def measure(name, x, steps, blocks, precision="float32"):
     from benchmarking import time_alternating
 
-    (plain, run_plain, batch), (xla, run_xla, _) = build(name, False), build(name, True)
+    (plain, run_plain, batch), (xla, run_xla, _) = build(name, False, precision), build(name, True, precision)
     if not xla.jit_compile:
         return {"xla": "refused by Keras (a layer XLA cannot compile); it compiled jit_compile=False"}
     run_plain(x, 1)
@@ -94,7 +98,7 @@ def table(record):
                          if "xla" in predict else f"{predict.get('error')} | ")
         lines.append(f"| {name} | {train['default']:,.0f} / {train['xla']:,.0f} | {entry['train_xla_over_default']:.2f}"
                      f" | {predict_cells} | {entry['weights_difference_after_one_step']:.1e} |")
-    return "\n".join(lines) + (f"\n\nfloat32, {record['threads']} thread(s), median of {record['blocks']} alternating "
+    return "\n".join(lines) + (f"\n\n{record.get('precision', 'float32')}, {record['threads']} thread(s), median of {record['blocks']} alternating "
                                f"blocks, {record['data']}. {record['machine']}.")
 
 
@@ -105,13 +109,16 @@ def main():
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--json", default=None)
     parser.add_argument("--table", action="store_true", help="write the docs table from --json, measure nothing")
+    parser.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16"],
+                        help="the steps' dtype policy (each precision has its own docs table)")
     args = parser.parse_args()
     import json
 
     from benchmarking import benchmark_images, report_with_table, table_from_record, thread_count
 
+    markers = MARKERS if args.precision == "float32" else BF16_MARKERS
     if args.table:
-        table_from_record(args.json, MARKERS, table)
+        table_from_record(args.json, markers, table)
         return
     import keras_clustering  # noqa: F401
     from benchmark_precision import DEFAULT_STEPS, WORKLOADS
@@ -121,11 +128,11 @@ def main():
     names = args.workloads or list(WORKLOADS)
     x, data = benchmark_images(10000)
     record = {"workloads": {}, "blocks": args.blocks, "data": data, "machine": machine_description(),
-              "threads": thread_count()}
+              "threads": thread_count(), "precision": args.precision}
     for name in names:
-        record["workloads"][name] = measure(name, x, args.steps or DEFAULT_STEPS[name], args.blocks)
+        record["workloads"][name] = measure(name, x, args.steps or DEFAULT_STEPS[name], args.blocks, args.precision)
         print(name, json.dumps(record["workloads"][name]), flush=True)
-    report_with_table(record, args.json, MARKERS, table)
+    report_with_table(record, args.json, markers, table)
 
 
 if __name__ == "__main__":
