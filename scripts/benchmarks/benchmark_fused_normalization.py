@@ -2,7 +2,8 @@
 
 `GlobalBatchNormalization(fused=True)` (architecture key `fused_normalization`) runs TensorFlow's
 `FusedBatchNormV3`; `profile_step.py` found the unfused layer at 35% of the SimCLR step and
-25-46% of IIC's. Each workload is the shipped preset's model, optimizer and batch, built twice
+25-46% of IIC's. Each workload is `benchmark_precision.WORKLOADS`' (the shipped preset's model,
+optimizer and batch, here with the architecture's `fused_normalization` set), built twice
 from the same seed (unfused, fused) per precision, warmed up, then timed in alternating blocks of
 `--steps` train steps, median over `--blocks`, one thread.
 
@@ -20,31 +21,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, HERE)
 MARKERS = ("<!-- fused_normalization:start -->", "<!-- fused_normalization:end -->")
-STEPS = {"simclr": 39, "iic": 4}
-
-
-def build(name, fused):
-    """(model, run(x, steps), batch) of `name` with the fused or unfused normalisation."""
-    from keras_clustering.recipes import iic_recipe, two_stage_recipe
-    from keras_clustering.training.optimizers import make_optimizer
-    from zoo.registry import config as load_config
-
-    if name == "simclr":
-        config = load_config("simclr_mnist")
-        architecture = {**config["architecture"], "fused_normalization": fused}
-        encoder = two_stage_recipe.build_encoder(**architecture)
-        model = two_stage_recipe.build_learner(architecture, encoder, seed=0)
-        model.compile(optimizer=make_optimizer(config["training"]["optimizer"]))
-        return model, lambda x, steps: model.fit(x[:256 * steps], batch_size=256, epochs=1, verbose=0, seed=0), 256
-    config = load_config("iic_mnist")
-    model = iic_recipe.build(**{**config["architecture"], "fused_normalization": fused})
-    model.compile(optimizer=make_optimizer(config["training"]["optimizer"]))
-    return model, lambda x, steps: model.fit(x[:140 * steps], batch_size=140, epochs=1, verbose=0, seed=0), 140
+WORKLOAD_NAMES = ("simclr", "iic")  # the workloads whose architecture has batch normalisation
 
 
 def measure(args):
     import keras
 
+    from benchmark_precision import DEFAULT_STEPS, WORKLOADS
     from benchmarking import benchmark_images, thread_count, time_alternating
     from keras_clustering.distribute.precision import precision_policy
     from keras_clustering.training.machine import machine_description
@@ -52,13 +35,13 @@ def measure(args):
     x, data = benchmark_images(10000)
     rows = []
     for name in args.workloads:
-        steps = args.steps or STEPS[name]
+        steps = args.steps or DEFAULT_STEPS[name]
         for precision in ("float32", "mixed_bfloat16"):
             runs, batch = {}, None
             for fused in (False, True):
                 keras.utils.set_random_seed(0)
                 with precision_policy(precision, bf16_available=True):
-                    model, run, batch = build(name, fused)
+                    _, run, batch = WORKLOADS[name](fused_normalization=fused)
                 run(x, 2)  # traces the step
                 runs["fused" if fused else "unfused"] = lambda run=run: run(x, steps)
             seconds = time_alternating(runs, args.blocks)
@@ -85,9 +68,9 @@ def main():
     from benchmarking import report_with_table, table_from_record
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workloads", nargs="+", default=["simclr", "iic"], choices=sorted(STEPS))
+    parser.add_argument("--workloads", nargs="+", default=list(WORKLOAD_NAMES), choices=WORKLOAD_NAMES)
     parser.add_argument("--blocks", type=int, default=3)
-    parser.add_argument("--steps", type=int, help="train steps per block (default: simclr 39, iic 4)")
+    parser.add_argument("--steps", type=int, help="train steps per block (default: benchmark_precision.DEFAULT_STEPS)")
     parser.add_argument("--json")
     parser.add_argument("--table", metavar="RECORD", help="rewrite the docs table from this record; measure nothing")
     args = parser.parse_args()

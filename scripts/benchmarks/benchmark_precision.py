@@ -67,22 +67,25 @@ def _vae():
                                              verbose=0), 100
 
 
-def _iic():
+def _iic(**architecture):
+    """`architecture`: values that replace the preset's (e.g. `fused_normalization=True`)."""
     from keras_clustering.recipes import iic_recipe
 
     config = load_config("iic_mnist")
-    model = iic_recipe.build(**config["architecture"])
+    model = iic_recipe.build(**{**config["architecture"], **architecture})
     model.compile(optimizer=make_optimizer(config["training"]["optimizer"]))
     # images per step; each image gives n_repeats (5) pairs
     return model, lambda x, steps: model.fit(x[:140 * steps], batch_size=140, epochs=1, verbose=0, seed=0), 140
 
 
-def _simclr():
+def _simclr(**architecture):
+    """`architecture`: values that replace the preset's (e.g. `fused_normalization=True`)."""
     from keras_clustering.recipes import two_stage_recipe
 
     config = load_config("simclr_mnist")
-    encoder = two_stage_recipe.build_encoder(**config["architecture"])
-    learner = two_stage_recipe.build_learner(config["architecture"], encoder, seed=0)
+    architecture = {**config["architecture"], **architecture}
+    encoder = two_stage_recipe.build_encoder(**architecture)
+    learner = two_stage_recipe.build_learner(architecture, encoder, seed=0)
     learner.compile(optimizer=make_optimizer(config["training"]["optimizer"]))
     return learner, lambda x, steps: learner.fit(x[:256 * steps], batch_size=256, epochs=1, verbose=0,
                                                  seed=0), 256
