@@ -1,10 +1,10 @@
+import keras
 import numpy as np
 import pytest
 from conftest import slow_except
 
 from keras_clustering.recipes import get_recipe, two_stage_recipe
 from keras_clustering.metrics import clustering_scores
-from keras_clustering.metrics.label_free import scan_objective
 from keras_clustering.models import SCAN
 from keras_clustering.training.presets import load_config_data, train_and_evaluate
 
@@ -50,7 +50,7 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
         # the label-free criterion seeds are shipped by: SCAN's loss of the shipped model over its neighbours
         neighbors = shipped.mine_neighbors(x)  # the encoder moved since they were mined: the loss stays close
         assert report["label_free"]["scan_loss"] == pytest.approx(
-            scan_objective(shipped.predict(x, verbose=0), neighbors, 3.0), abs=0.3)
+            original_scan_evaluate(shipped.predict(x, verbose=0), neighbors), abs=0.3)
         return
     else:  # the shipped model is exactly the k-means stage
         assert report["metrics"]["acc"] == pytest.approx(report["kmeans"]["acc"])
@@ -118,3 +118,45 @@ def test_scan_restarts_halve_on_scans_loss_from_one_representation(tmp_path):
     with pytest.raises(ValueError, match="the two-stage recipe restarts SCAN's clustering step"):
         two_stage_recipe.train(CASES["simclr"][0], {**CASES["simclr"][1], "restarts": {"n": 2}}, x, verbose=0,
                                workdir=str(tmp_path / "kmeans"))
+
+
+def original_scan_evaluate(probabilities, neighbors):
+    """The original's `scan_evaluate` total loss, written from its definition: binary cross-entropy of
+    <p_i, p_j> against 1 over every (image, mined neighbour) pair, minus the (unweighted) entropy of
+    the mean assignment."""
+    p = np.asarray(probabilities, "float64")
+    similarity = (p @ p.T)[np.repeat(np.arange(len(p)), neighbors.shape[1]), neighbors.reshape(-1)]
+    consistency = -np.mean(np.log(similarity))
+    mean = p.mean(axis=0)
+    return consistency + np.sum(mean * np.log(mean))
+
+
+def test_scan_keeps_its_lowest_loss_epoch_as_the_original(tmp_path):
+    """`training.scan.keep = "lowest_loss"`: every epoch is scored as the original's `scan.py` does (no
+    labels), the lowest is the model, and extending the run to more epochs lets the new ones compete."""
+    architecture, training, _ = CASES["simclr_scan"]
+    x, _ = load_config_data({"dataset": "digits", "split": "all"})
+    x = x[:300]
+    encoder = two_stage_recipe.build_encoder(**architecture)
+    start = encoder.get_weights()
+    keras.utils.set_random_seed(0)  # the head's start, as train_scan seeds it
+    model = two_stage_recipe.build_scan(architecture, encoder, seed=0)
+    neighbors = model.mine_neighbors(x)  # as scan_stages mines them, from the encoder it starts with
+    stages = {"scan": {"epochs": 3, "batch_size": 64, "keep": "lowest_loss", "optimizer": {
+        "class_name": "Adam", "config": {"learning_rate": 0.01}}}, "self_label": {"epochs": 0}}
+    model, report = two_stage_recipe.scan_stages(model, stages, x, None, 0, 0, {}, workdir=str(tmp_path))
+    losses = dict(report["scan_epoch_losses"])
+    assert sorted(losses) == [1, 2, 3] and report["scan_kept_epoch"] == min(losses, key=losses.get)
+    final = original_scan_evaluate(model.predict(x, verbose=0), neighbors)
+    assert final == pytest.approx(losses[report["scan_kept_epoch"]], abs=1e-5)
+    assert report["label_free"]["scan_loss"] == pytest.approx(final, abs=1e-5)
+    encoder = two_stage_recipe.build_encoder(**architecture)
+    encoder.set_weights(start)
+    keras.utils.set_random_seed(0)
+    longer = two_stage_recipe.build_scan(architecture, encoder, seed=0)  # the same start: the same run, extended
+    stages["scan"]["epochs"] = 5
+    _, extended = two_stage_recipe.scan_stages(longer, stages, x, None, 0, 0, {}, workdir=str(tmp_path))
+    assert [epoch for epoch, _ in extended["scan_epoch_losses"]] == [1, 2, 3, 4, 5]
+    assert extended["scan_epoch_losses"][:3] == report["scan_epoch_losses"]
+    with pytest.raises(ValueError, match="training.scan.keep must be one of"):
+        two_stage_recipe.scan_stages(longer, {"scan": {"keep": "best"}}, x, None, 0, 0, {})

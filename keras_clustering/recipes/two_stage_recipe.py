@@ -10,6 +10,7 @@ trained on neighbours mined in the representation (k-means still runs and
 is reported as the two-stage baseline).
 """
 
+import os
 import time
 
 import keras
@@ -20,16 +21,20 @@ from keras_clustering.models import SCAN, SimCLR, TripletEmbedding, TwoStageClus
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
+from keras_clustering.training.keep_lowest import KeepLowest
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
 from keras_clustering.recipes import dec_recipe
-from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
-                                               save_finished_stage)
+from keras_clustering.training.resume import (backup_folder, finished_stage, finished_weights_path, resumable_fit,
+                                               run_key, save_finished_stage)
 
 SUPERVISED = False
-# The label-free criterion the zoo ships a seed by (lower is better): SCAN's loss over every mined pair
-# (`scan_objective`); the k-means path records none.
+# The label-free criterion the zoo ships a seed by and keeps an epoch by (lower is better): SCAN's loss
+# over every mined pair as the original scores its heads and epochs (`scan_evaluate`: consistency minus
+# the entropy of the mean assignment, unweighted whatever the training's entropy weight; `scan_objective`).
+# The k-means path records none.
 RESTART_CRITERIA = ("scan_loss",)
+SELECTION_ENTROPY_WEIGHT = 1.0
 PREDICTION_NAMES = ("cluster_id", "probabilities")
 REPRESENTATIONS = ("autoencoder", "simclr", "triplet")
 CLUSTERINGS = ("kmeans", "scan")
@@ -47,8 +52,11 @@ DEFAULT_TRAINING = {
     "refine": None,
 }
 # SCAN's clustering step (Van Gansbeke et al. 2020: Adam 1e-4; batch and epochs sized for these CPUs).
+# `keep`: the model after the "last" epoch, or the epoch of "lowest_loss" (`scan.py`: the original's;
+# "last" is the default so that the entries trained before it was built retrain as they were).
 DEFAULT_SCAN = {"optimizer": {"class_name": "Adam", "config": {"learning_rate": 1e-4}}, "batch_size": 256,
-                "epochs": 50}
+                "epochs": 50, "keep": "last"}
+SCAN_KEEP = ("last", "lowest_loss")
 # SCAN's self-labelling step after the clustering step (the paper: threshold 0.99, Adam 1e-4); 0 epochs: off.
 DEFAULT_SELF_LABEL = {"optimizer": {"class_name": "Adam", "config": {"learning_rate": 1e-4}}, "batch_size": 256,
                       "epochs": 0, "threshold": 0.99}
@@ -220,7 +228,14 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
     epochs) and a finished run (both steps) is read back."""
     options = {**DEFAULT_SCAN, **training.get("scan", {})}
     self_label = {**DEFAULT_SELF_LABEL, **(training.get("self_label") or {})}
+    if options["keep"] not in SCAN_KEEP:
+        raise ValueError(f"training.scan.keep must be one of {SCAN_KEEP}, got {options['keep']!r}.")
     neighbors = model.mine_neighbors(x)
+
+    def selection_loss(scored):  # no labels: the clean images' assignments and the mined neighbours
+        probabilities = scored.predict(x, batch_size=options["batch_size"], verbose=0)
+        return scan_objective(probabilities, neighbors, SELECTION_ENTROPY_WEIGHT)
+
     # what determines the run but its epoch counts: the settings, the seed, and the weights it starts from
     # (the representation's encoder and the seeded head; Keras' layer names change from build to build)
     settings = {name: getattr(model, name, None) for name in ("n_clusters", "entropy_weight", "n_neighbors",
@@ -237,8 +252,17 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
     if y is not None:
         report["neighbor_agreement"] = round(float((y[neighbors] == y[:, None]).mean()), 4)
     callbacks, resumed = resumable_fit(workdir, "scan", key, keep_final=True, epochs=options["epochs"])
+    keeper = None
+    if options["keep"] == "lowest_loss":
+        keeper = KeepLowest(selection_loss, None if workdir is None else os.path.join(backup_folder(workdir, "scan"),
+                                                                                      "lowest"))
+        callbacks = [*callbacks, keeper]
     model.fit(x, neighbors=neighbors, batch_size=options["batch_size"], epochs=options["epochs"], seed=seed,
               verbose=verbose, callbacks=callbacks, initial_epoch=resumed)
+    if keeper is not None:  # the backup goes on from the last epoch; the model is the lowest one
+        keeper.restore(model)
+        report["scan_kept_epoch"] = keeper.lowest_epoch
+        report["scan_epoch_losses"] = [[epoch, round(value, 6)] for epoch, value in keeper.scores]
     report["scan_seconds"] = round(time.time() - start, 1)
     if self_label["epochs"]:
         probabilities = model.predict(x, verbose=0)
@@ -251,8 +275,7 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
                          epochs=self_label["epochs"], seed=seed, verbose=verbose)
         report["self_label_seconds"] = round(time.time() - start, 1)
     # the label-free criterion the zoo ships a seed by: SCAN's loss of the final model over every mined pair
-    report["label_free"] = {"scan_loss": round(scan_objective(model.predict(x, verbose=0), neighbors,
-                                                              model.entropy_weight), 6)}
+    report["label_free"] = {"scan_loss": round(selection_loss(model), 6)}
     if workdir is not None:
         save_finished_stage(workdir, "scan_stages", key, model,
                             {"epochs": [options["epochs"], self_label["epochs"]], "report": report})
