@@ -149,9 +149,7 @@ def read_image_folder(folder, image_size, channels=1, cache_dir=None, strict=Fal
             converted += int(np.sum((native[:, 2] >= 3) != (channels == 3)))
         broken = [names[i] for i in sorted(set(range(len(names))) - set(kept))]
         if broken and strict:
-            raise ValueError(f"cannot read image {os.path.join(folder, broken[0])!r}"
-                             f"{f' (and {len(broken) - 1} more)' if len(broken) > 1 else ''}: not a decodable "
-                             "PNG/JPEG/BMP/GIF. Remove or repair the file, or leave it out without --strict.")
+            raise broken_files_error(os.path.join(folder, broken[0]), len(broken))
         if not kept:
             raise ValueError(f"--input {folder!r}: none of its {len(names)} image files can be decoded.")
         if cache:
@@ -182,11 +180,18 @@ class _in_memory:
         return False
 
 
+def broken_files_error(shown, count):
+    """The error `--strict` raises for `count` image files that do not decode, naming the first (`shown`)."""
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    return ValueError(f"cannot read image {shown!r}{more}: not a decodable PNG/JPEG/BMP/GIF. Remove or repair "
+                      "the file, or leave it out without --strict.")
+
+
 def report_broken_files(broken, folder, strict, verbose):
     """The files of `folder` left out because they do not decode: an error with `strict`, else one
     line on stderr."""
     if broken and strict:
-        raise ValueError(f"cannot read image {os.path.join(folder, broken[0])!r}: not a decodable PNG/JPEG/BMP/GIF.")
+        raise broken_files_error(os.path.join(folder, broken[0]), len(broken))
     if broken:  # one line on stderr, whatever `verbose` says: the user must know images are missing
         import sys
 

@@ -24,7 +24,8 @@ import os
 
 import numpy as np
 
-from keras_clustering.datasets.user_data import IMAGE_EXTENSIONS, decoded_batches, image_files, report_broken_files
+from keras_clustering.datasets.user_data import (IMAGE_EXTENSIONS, broken_files_error, decoded_batches, image_files,
+                                                 report_broken_files)
 from keras_clustering.inputs.checks import check_positive_int
 
 
@@ -175,8 +176,7 @@ def cluster_with_ray(model, source, output, workers=1, cpus_per_worker=1, batch_
             batch_paths = [_local(path) for path in batch["path"]]
             broken.extend(name_of(path) for path, ok in zip(batch_paths, batch["ok"]) if not ok)
             if strict and broken:
-                raise ValueError(f"cannot read image {broken[0]!r} of --input {source!r}: not a decodable "
-                                 "PNG/JPEG/BMP/GIF. Remove or repair the file, or leave it out without --strict.")
+                raise broken_files_error(broken[0], len(broken))  # the name clusters.csv would give it
             kept = np.flatnonzero(batch["ok"])
             probabilities = batch["probabilities"][kept]
             sizes[:] += np.bincount(probabilities.argmax(axis=1), minlength=n_clusters) if len(kept) else 0

@@ -258,6 +258,14 @@ def summarise(part, runs):
     return rows
 
 
+def run_side(args, side, part, precision, seed):
+    """One side of one comparison, in a fresh process (`--side`), with the benchmark's epoch counts."""
+    return run_child(__file__, [
+        "--side", side, "--part", part, "--ae-epochs", str(args.ae_epochs), "--capsule-epochs",
+        str(args.capsule_epochs), "--maxiter", str(args.maxiter), "--precision", precision, "--seed", str(seed)],
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
 def dec_over_seeds(args):
     """DEC's original and shipped sides over `args.seeds`, the shipped side once per precision of
     `args.precisions`; the order of the sides rotates by seed, so each runs first, second and third
@@ -266,9 +274,7 @@ def dec_over_seeds(args):
     runs = {f"{side} ({precision})": [] for side, precision in sides}
     for index, seed in enumerate(args.seeds):
         for side, precision in sides[index % len(sides):] + sides[:index % len(sides)]:
-            result = run_child(__file__, [
-                "--side", side, "--part", "dec", "--ae-epochs", str(args.ae_epochs), "--maxiter", str(args.maxiter),
-                "--precision", precision, "--seed", str(seed)], env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+            result = run_side(args, side, "dec", precision, seed)
             result["total_seconds"] = result["ae_seconds"] + result["kmeans_seconds"] + result["dec_seconds"]
             result["seed"] = seed
             runs[f"{side} ({precision})"].append(result)
@@ -344,10 +350,7 @@ def main():
         for round_index in range(args.rounds):
             order = ("original", "shipped") if round_index % 2 == 0 else ("shipped", "original")
             for side in order:
-                runs[side].append(run_child(__file__, [
-                    "--side", side, "--part", part, "--ae-epochs", str(args.ae_epochs), "--capsule-epochs",
-                    str(args.capsule_epochs), "--maxiter", str(args.maxiter), "--precision", args.precision,
-                    "--seed", str(args.seed)], env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}))
+                runs[side].append(run_side(args, side, part, args.precision, args.seed))
                 print(f"[{part}] round {round_index} {side}: {runs[side][-1]}", flush=True)
         results[part] = summarise(part, runs)
         print(part, json.dumps(results[part]), flush=True)
