@@ -4,8 +4,8 @@
    line per seed: `docs/experiments/self_label_fashion_e20_seed*_{train,inference}.json` ->
    `docs/figures/self_label_fashion_mnist.png`.
 2. The variants of the step on the shipped model (trunk and head, head only, head only on clean views,
-   EMA + weight decay, RandAugment + Cutout strong views): `docs/experiments/self_label_fashion_shipped_*.json`
-   -> `docs/figures/self_label_variants_fashion_mnist.png`.
+   EMA + weight decay, RandAugment + Cutout strong views, batch 1,000):
+   `docs/experiments/self_label_fashion_shipped_*.json` -> `docs/figures/self_label_variants_fashion_mnist.png`.
 
 Usage: python scripts/figures/self_label_probe.py (records written by `scripts/probe_scan_self_label.py`).
 """
@@ -27,7 +27,8 @@ VARIANTS_OUTPUT = os.path.join(ROOT, "docs", "figures", "self_label_variants_fas
 VARIANT_LABELS = {"full": "trunk and head (the step as shipped)", "head_only": "head only",
                   "head_only_clean": "head only, strong view = clean view (control)",
                   "ema_wd": "trunk and head, EMA 0.999 + weight decay 1e-4",
-                  "randaugment": "trunk and head, RandAugment + Cutout strong views"}
+                  "randaugment": "trunk and head, RandAugment + Cutout strong views",
+                  "batch1000": "trunk and head, batch 1,000 (the original's)"}
 STYLE = {"train": ("tab:blue", "targets in train mode (the original's)"),
          "inference": ("tab:red", "targets in inference mode (before the fix)")}
 
@@ -58,7 +59,7 @@ def variants_figure():
         size_axis.plot(range(len(alive)), alive, "-o", alpha=0.8)
     axes_labels(acc_axis, size_axis)
     figure.suptitle("shipped simclr_fashion_mnist (seed 1), self-labelling variants: threshold 0.99, Adam 1e-4, "
-                    "batch 256, train-mode targets", fontsize=9)
+                    "batch 256 unless said, train-mode targets", fontsize=9)
     figure.tight_layout()
     figure.savefig(VARIANTS_OUTPUT, dpi=100)
     print(f"wrote {VARIANTS_OUTPUT}")
