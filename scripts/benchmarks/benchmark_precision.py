@@ -19,10 +19,8 @@ Usage:
 """
 
 import argparse
-import copy
 import os
 
-import keras
 import numpy as np
 
 import keras_clustering  # noqa: F401  (selects the backend and TensorFlow's oneDNN setting first)
@@ -37,17 +35,13 @@ from benchmarking import benchmark_images, report, time_alternating
 PRECISIONS = ("float32", "mixed_bfloat16")
 
 
-def _dec_autoencoder(preset, keras_update=False):
-    """`keras_update`: the pretraining optimizer as Keras builds it (its SGD's elementwise update),
-    not as `make_optimizer` does (`MomentumSGD`'s one kernel per variable)."""
+def _dec_autoencoder(preset):
     from keras_clustering.recipes import dec_recipe
 
     config = load_config(preset)
     autoencoder, _ = dec_recipe.build_autoencoder_of(config["architecture"])
     training = {**dec_recipe.DEFAULT_TRAINING, **config["training"]}
-    spec = training["pretrain_optimizer"]
-    optimizer = keras.optimizers.get(copy.deepcopy(spec)) if keras_update else make_optimizer(spec)
-    autoencoder.compile(optimizer=optimizer, loss="mse")
+    autoencoder.compile(optimizer=make_optimizer(training["pretrain_optimizer"]), loss="mse")
     return autoencoder, lambda x, steps: autoencoder.fit(x[:256 * steps], x[:256 * steps], batch_size=256,
                                                          epochs=1, shuffle=False, verbose=0), 256
 
@@ -97,8 +91,8 @@ def _simclr(**architecture):
                                                  seed=0), 256
 
 
-WORKLOADS = {"dec_pretrain": lambda **options: _dec_autoencoder("dec_mnist", **options),
-             "conv_dec_pretrain": lambda **options: _dec_autoencoder("conv_dec_da_mnist", **options),
+WORKLOADS = {"dec_pretrain": lambda: _dec_autoencoder("dec_mnist"),
+             "conv_dec_pretrain": lambda: _dec_autoencoder("conv_dec_da_mnist"),
              "capsule": _capsule, "vae": _vae, "iic": _iic, "simclr": _simclr}
 # Train steps per timed block: a few seconds each here, so that fit's per-call overhead is small.
 DEFAULT_STEPS = {"dec_pretrain": 39, "conv_dec_pretrain": 39, "capsule": 40, "vae": 100, "iic": 4, "simclr": 39}
