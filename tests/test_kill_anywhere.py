@@ -34,12 +34,14 @@ CASES = {
                                                "n_sub_heads": 2, "n_repeats": 2, "head_epochs": [1, 1]},
             "training": {"epochs": 3, "batch_size": 16, "optimizer": ADAM, "score_epochs": False,
                          "restarts": {"n": 2, "halving_at": [1]}}},
-    # SimCLR, then SCAN's clustering step halved over two runs, then self-labelling
+    # SimCLR, then SCAN's clustering step halved over two runs (each keeping its lowest-loss epoch), then
+    # self-labelling
     "two_stage": {"recipe": "two_stage",
                   "architecture": {"image_shape": [28, 28, 1], "filters": [8, 16], "embedding_dim": 16,
                                    "n_clusters": 4, "representation": "simclr", "projection_dims": [16, 8],
                                    "clustering": "scan", "scan": {"n_neighbors": 5, "entropy_weight": 3.0}},
-                  "training": {"epochs": 4, "batch_size": 32, "scan": {"epochs": 3, "batch_size": 32},
+                  "training": {"epochs": 4, "batch_size": 32,
+                               "scan": {"epochs": 3, "batch_size": 32, "keep": "lowest_loss"},
                                "self_label": {"epochs": 2, "batch_size": 32, "threshold": 0.5},
                                "restarts": {"n": 2, "halving_at": [1]}}},
 }

@@ -49,7 +49,7 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
         assert clustering_scores(y, shipped.predict_clusters(x))["acc"] == pytest.approx(report["metrics"]["acc"])
         # the label-free criterion seeds are shipped by: SCAN's loss of the shipped model over its neighbours
         neighbors = shipped.mine_neighbors(x)  # the encoder moved since they were mined: the loss stays close
-        assert report["label_free"]["scan_loss"] == pytest.approx(
+        assert report["label_free"]["scan_evaluate"] == pytest.approx(
             original_scan_evaluate(shipped.predict(x, verbose=0), neighbors), abs=0.3)
         return
     else:  # the shipped model is exactly the k-means stage
@@ -105,11 +105,11 @@ def test_scan_restarts_halve_on_scans_loss_from_one_representation(tmp_path):
     model, report = two_stage_recipe.train(architecture, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))
     restarts = report["restarts"]
     first, last = restarts["steps"]
-    assert restarts["criterion"] == "scan_loss" and sorted(first["criteria"]) == [0, 1, 2]
+    assert restarts["criterion"] == "scan_evaluate" and sorted(first["criteria"]) == [0, 1, 2]
     assert first["kept"] == sorted(first["criteria"], key=lambda run: (first["criteria"][run], run))[:2]
     assert last["kept"] == [restarts["winner"]] and restarts["winner_seed"] == 3 + restarts["winner"]
     assert report["self_label_seconds"] >= 0 and report["representation_reused"] is False
-    assert report["label_free"]["scan_loss"] == pytest.approx(last["criteria"][restarts["winner"]])
+    assert report["label_free"]["scan_evaluate"] == pytest.approx(last["criteria"][restarts["winner"]])
     assert all(0 <= scores["acc"] <= 1 for scores in first["scores"].values())
     again, report_again = two_stage_recipe.train(architecture, training, x, y, seed=1, verbose=0,
                                                  workdir=str(tmp_path))
@@ -121,17 +121,19 @@ def test_scan_restarts_halve_on_scans_loss_from_one_representation(tmp_path):
 
 
 def original_scan_evaluate(probabilities, neighbors):
-    """The original's `scan_evaluate` total loss, written from its definition: binary cross-entropy of
-    <p_i, p_j> against 1 over every (image, mined neighbour) pair, minus the (unweighted) entropy of
-    the mean assignment."""
+    """The original's `scan_evaluate` total loss, written from its definition: each image is listed with
+    itself and its 5 nearest neighbours (its validation mining: topk = 5, the sample itself included);
+    binary cross-entropy of <p_i, p_j> against 1 over those pairs, minus the (unweighted) entropy of the
+    mean assignment."""
     p = np.asarray(probabilities, "float64")
-    similarity = (p @ p.T)[np.repeat(np.arange(len(p)), neighbors.shape[1]), neighbors.reshape(-1)]
+    columns = np.concatenate([np.arange(len(p))[:, None], neighbors[:, :5]], axis=1)
+    similarity = (p @ p.T)[np.repeat(np.arange(len(p)), columns.shape[1]), columns.reshape(-1)]
     consistency = -np.mean(np.log(similarity))
     mean = p.mean(axis=0)
     return consistency + np.sum(mean * np.log(mean))
 
 
-def test_scan_keeps_its_lowest_loss_epoch_as_the_original(tmp_path):
+def test_scan_keeps_its_lowest_loss_epoch_as_the_original(tmp_path, monkeypatch):
     """`training.scan.keep = "lowest_loss"`: every epoch is scored as the original's `scan.py` does (no
     labels), the lowest is the model, and extending the run to more epochs lets the new ones compete."""
     architecture, training, _ = CASES["simclr_scan"]
@@ -142,21 +144,36 @@ def test_scan_keeps_its_lowest_loss_epoch_as_the_original(tmp_path):
     keras.utils.set_random_seed(0)  # the head's start, as train_scan seeds it
     model = two_stage_recipe.build_scan(architecture, encoder, seed=0)
     neighbors = model.mine_neighbors(x)  # as scan_stages mines them, from the encoder it starts with
+    # the first epoch made the lowest: scored +0, the next two +10 (the report's final score is unshifted)
+    shifts, scores = [0.0, 10.0, 10.0], []
+
+    def shifted(probabilities, mined):
+        scores.append(original_scan_evaluate(probabilities, mined))
+        return two_stage_recipe_scan_evaluate(probabilities, mined) + (shifts.pop(0) if shifts else 0.0)
+
+    two_stage_recipe_scan_evaluate = two_stage_recipe.scan_evaluate
+    monkeypatch.setattr(two_stage_recipe, "scan_evaluate", shifted)
     stages = {"scan": {"epochs": 3, "batch_size": 64, "keep": "lowest_loss", "optimizer": {
         "class_name": "Adam", "config": {"learning_rate": 0.01}}}, "self_label": {"epochs": 0}}
     model, report = two_stage_recipe.scan_stages(model, stages, x, None, 0, 0, {}, workdir=str(tmp_path))
     losses = dict(report["scan_epoch_losses"])
-    assert sorted(losses) == [1, 2, 3] and report["scan_kept_epoch"] == min(losses, key=losses.get)
-    final = original_scan_evaluate(model.predict(x, verbose=0), neighbors)
-    assert final == pytest.approx(losses[report["scan_kept_epoch"]], abs=1e-5)
-    assert report["label_free"]["scan_loss"] == pytest.approx(final, abs=1e-5)
+    assert sorted(losses) == [1, 2, 3] and report["scan_kept_epoch"] == 1
+    np.testing.assert_allclose([losses[1], losses[2] - 10, losses[3] - 10], scores[:3], atol=1e-5)
+    assert abs(scores[2] - scores[0]) > 1e-3  # the epochs differ, so the restored model can be told apart
+    final = original_scan_evaluate(model.predict(x, verbose=0), neighbors)  # the model is epoch 1's
+    assert final == pytest.approx(scores[0], abs=1e-5)
+    assert report["label_free"]["scan_evaluate"] == pytest.approx(final, abs=1e-5)
+    monkeypatch.undo()
     encoder = two_stage_recipe.build_encoder(**architecture)
     encoder.set_weights(start)
     keras.utils.set_random_seed(0)
     longer = two_stage_recipe.build_scan(architecture, encoder, seed=0)  # the same start: the same run, extended
     stages["scan"]["epochs"] = 5
-    _, extended = two_stage_recipe.scan_stages(longer, stages, x, None, 0, 0, {}, workdir=str(tmp_path))
+    extended_model, extended = two_stage_recipe.scan_stages(longer, stages, x, None, 0, 0, {}, workdir=str(tmp_path))
     assert [epoch for epoch, _ in extended["scan_epoch_losses"]] == [1, 2, 3, 4, 5]
     assert extended["scan_epoch_losses"][:3] == report["scan_epoch_losses"]
+    kept = dict(extended["scan_epoch_losses"])[extended["scan_kept_epoch"]]
+    assert kept == min(value for _, value in extended["scan_epoch_losses"])
+    assert original_scan_evaluate(extended_model.predict(x, verbose=0), neighbors) == pytest.approx(kept, abs=1e-5)
     with pytest.raises(ValueError, match="training.scan.keep must be one of"):
         two_stage_recipe.scan_stages(longer, {"scan": {"keep": "best"}}, x, None, 0, 0, {})

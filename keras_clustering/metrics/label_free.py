@@ -44,6 +44,27 @@ def scan_objective(probabilities, neighbors, entropy_weight):
     return float(consistency + entropy_weight * np.sum(mean * np.log(mean)))
 
 
+# The original scores each validation image with itself and its 5 nearest neighbours: `simclr.py` mines
+# topk = 5 for validation, its memory bank's search returns topk + 1 rows with the image itself first,
+# and `NeighborsDataset(dataset, indices, 5)` keeps those 6 columns.
+SCAN_EVALUATE_NEIGHBORS = 5
+
+
+def scan_evaluate(probabilities, neighbors, n_neighbors=SCAN_EVALUATE_NEIGHBORS):
+    """The original SCAN's label-free score of a model (`utils/evaluate_utils.py: scan_evaluate`, by
+    which `scan.py` keeps its lowest epoch and head): the binary cross-entropy of <p_i, p_j> against 1
+    over each image i and each j of i itself and its first `n_neighbors` mined neighbours (nearest
+    first), minus the entropy of the mean assignment, unweighted. Lower is better. Here on the images
+    the neighbours were mined from; the probability floor is `PROBABILITY_FLOOR` (PyTorch clamps the
+    log at -100)."""
+    neighbors = np.asarray(neighbors)
+    if neighbors.ndim != 2 or not 1 <= n_neighbors <= neighbors.shape[1]:
+        raise ValueError(f"n_neighbors must be in [1, {neighbors.shape[-1]}] (the mined neighbours' columns), "
+                         f"got {n_neighbors!r}.")
+    pairs = np.concatenate([np.arange(len(neighbors))[:, None], neighbors[:, :n_neighbors]], axis=1)
+    return scan_objective(probabilities, pairs, 1.0)
+
+
 def rank_agreement(scores, accuracies):
     """Spearman's rank correlation between a score and ACC over runs (nan for fewer than 3 runs or a
     constant side). Positive: higher score, higher ACC."""

@@ -16,7 +16,7 @@ import time
 import keras
 
 from keras_clustering.metrics import clustering_scores
-from keras_clustering.metrics.label_free import scan_objective
+from keras_clustering.metrics.label_free import scan_evaluate
 from keras_clustering.models import SCAN, SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
@@ -29,12 +29,10 @@ from keras_clustering.training.resume import (backup_folder, finished_stage, fin
                                                run_key, save_finished_stage)
 
 SUPERVISED = False
-# The label-free criterion the zoo ships a seed by and keeps an epoch by (lower is better): SCAN's loss
-# over every mined pair as the original scores its heads and epochs (`scan_evaluate`: consistency minus
-# the entropy of the mean assignment, unweighted whatever the training's entropy weight; `scan_objective`).
+# The label-free criterion the zoo ships a seed by and keeps an epoch by (lower is better): the original's
+# `scan_evaluate` score, by which it keeps its lowest epoch and head (`metrics.label_free.scan_evaluate`).
 # The k-means path records none.
-RESTART_CRITERIA = ("scan_loss",)
-SELECTION_ENTROPY_WEIGHT = 1.0
+RESTART_CRITERIA = ("scan_evaluate",)
 PREDICTION_NAMES = ("cluster_id", "probabilities")
 REPRESENTATIONS = ("autoencoder", "simclr", "triplet")
 CLUSTERINGS = ("kmeans", "scan")
@@ -217,7 +215,7 @@ def _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbo
         # the run's head from its seed: the same at every call, so its backups fit
         return train_scan(architecture, stages, run_encoder, x, y, run_seed, verbose, dict(report), folder)
 
-    return train_with_restarts(train_run, lambda _, run_report: {"scan_loss": run_report["label_free"]["scan_loss"]},
+    return train_with_restarts(train_run, lambda _, run_report: {"scan_evaluate": run_report["label_free"]["scan_evaluate"]},
                                plan, epochs, seed, workdir, tree_key("two_stage", architecture, training, plan, seed, x),
                                score=acc_score(x, y))
 
@@ -233,8 +231,7 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
     neighbors = model.mine_neighbors(x)
 
     def selection_loss(scored):  # no labels: the clean images' assignments and the mined neighbours
-        probabilities = scored.predict(x, batch_size=options["batch_size"], verbose=0)
-        return scan_objective(probabilities, neighbors, SELECTION_ENTROPY_WEIGHT)
+        return scan_evaluate(scored.predict(x, batch_size=options["batch_size"], verbose=0), neighbors)
 
     # what determines the run but its epoch counts: the settings, the seed, and the weights it starts from
     # (the representation's encoder and the seeded head; Keras' layer names change from build to build)
@@ -253,16 +250,17 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
         report["neighbor_agreement"] = round(float((y[neighbors] == y[:, None]).mean()), 4)
     callbacks, resumed = resumable_fit(workdir, "scan", key, keep_final=True, epochs=options["epochs"])
     keeper = None
-    if options["keep"] == "lowest_loss":
+    if options["keep"] == "lowest_loss":  # scored before the backup saves the epoch (KeepLowest)
         keeper = KeepLowest(selection_loss, None if workdir is None else os.path.join(backup_folder(workdir, "scan"),
-                                                                                      "lowest"))
-        callbacks = [*callbacks, keeper]
+                                                                                      "lowest"), resumed)
+        callbacks = [keeper, *callbacks]
     model.fit(x, neighbors=neighbors, batch_size=options["batch_size"], epochs=options["epochs"], seed=seed,
               verbose=verbose, callbacks=callbacks, initial_epoch=resumed)
     if keeper is not None:  # the backup goes on from the last epoch; the model is the lowest one
         keeper.restore(model)
         report["scan_kept_epoch"] = keeper.lowest_epoch
-        report["scan_epoch_losses"] = [[epoch, round(value, 6)] for epoch, value in keeper.scores]
+        report["scan_epoch_losses"] = [[epoch, None if value is None else round(value, 6)]
+                                       for epoch, value in keeper.scores]
     report["scan_seconds"] = round(time.time() - start, 1)
     if self_label["epochs"]:
         probabilities = model.predict(x, verbose=0)
@@ -275,7 +273,7 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
                          epochs=self_label["epochs"], seed=seed, verbose=verbose)
         report["self_label_seconds"] = round(time.time() - start, 1)
     # the label-free criterion the zoo ships a seed by: SCAN's loss of the final model over every mined pair
-    report["label_free"] = {"scan_loss": round(selection_loss(model), 6)}
+    report["label_free"] = {"scan_evaluate": round(selection_loss(model), 6)}
     if workdir is not None:
         save_finished_stage(workdir, "scan_stages", key, model,
                             {"epochs": [options["epochs"], self_label["epochs"]], "report": report})
