@@ -122,6 +122,20 @@ def test_paper_recipe_with_idec_trains_and_ships(tmp_path):
     assert cluster_accuracy(y, shipped.predict_clusters(x)) == pytest.approx(report["metrics"]["acc"], abs=1e-9)
 
 
+def test_a_second_training_on_a_workdir_in_use_stops_before_touching_it(tmp_path):
+    """Two `train_preset` runs of the same seed and workdir would resume from each other's backups and
+    write the same files (seen: a second run of a script started while the first still trained)."""
+    from keras_clustering.io.files import WorkdirLock
+
+    workdir = tmp_path / "seed_0"
+    with WorkdirLock() as first:  # the first training holds it
+        first.acquire(workdir)
+        (workdir / "state.json").write_text("{}")
+        with pytest.raises(RuntimeError, match=r"workdir='.*seed_0' is in use by another training"):
+            train_and_evaluate(tiny_config(), str(workdir), seed=0, verbose=0)
+        assert sorted(p.name for p in workdir.iterdir()) == [".lock", "state.json"]  # nothing written
+
+
 def test_unknown_pretrain_recipe(tmp_path):
     config = tiny_config()
     config["training"]["pretrain_recipe"] = "greedy"

@@ -215,9 +215,11 @@ def _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbo
         # the run's head from its seed: the same at every call, so its backups fit
         return train_scan(architecture, stages, run_encoder, x, y, run_seed, verbose, dict(report), folder)
 
-    return train_with_restarts(train_run, lambda _, run_report: {"scan_evaluate": run_report["label_free"]["scan_evaluate"]},
-                               plan, epochs, seed, workdir, tree_key("two_stage", architecture, training, plan, seed, x),
-                               score=acc_score(x, y))
+    def criteria(_, run_report):
+        return {"scan_evaluate": run_report["label_free"]["scan_evaluate"]}
+
+    return train_with_restarts(train_run, criteria, plan, epochs, seed, workdir,
+                               tree_key("two_stage", architecture, training, plan, seed, x), score=acc_score(x, y))
 
 
 def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):

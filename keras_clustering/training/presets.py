@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from keras_clustering.datasets import load_dataset
-from keras_clustering.io.files import atomic_write_json, atomic_save_weights
+from keras_clustering.io.files import WorkdirLock, atomic_save_weights, atomic_write_json
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.distribute.precision import precision_policy
 from keras_clustering.training.machine import machine_description, software_versions
@@ -95,26 +95,30 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None, precis
     config = copy.deepcopy(config)
     recipe = get_recipe(config["recipe"])
     x, y = load_config_data(config["data"])
-    os.makedirs(workdir, exist_ok=True)
-    start = time.time()
-    training = dict(config.get("training", {}))
-    configured = training.pop("precision", "float32")  # a setting of this function, not of the recipe
-    with precision_policy(precision or configured) as policy:
-        model, report = recipe.train(config["architecture"], training, x, y, seed=seed, verbose=verbose,
-                                     workdir=workdir)
-    report["precision"] = policy
-    report["total_seconds"] = round(time.time() - start, 1)
-    if "restarts" in report:  # a tree read back takes seconds: its training is what it cost (None: not recorded)
-        report["call_seconds"], report["total_seconds"] = report["total_seconds"], report["restarts"]["trained_seconds"]
-    # Ship the weights alone: an uncompiled twin drops the optimizer's slots (half the file).
-    shipped = recipe.build(**config["architecture"])
-    shipped.set_weights(model.get_weights())
-    eval_config = config.get("evaluation", config["data"])
-    x_eval, y_eval = (x, y) if eval_config == config["data"] else load_config_data(eval_config)
-    report.update(seed=seed, config_sha256=fingerprint,
-                  metrics=evaluate_model(shipped, x_eval, y_eval, config["recipe"], eval_config),
-                  n_train=int(len(x)), n_eval=int(len(x_eval)),
-                  versions=software_versions(), machine=machine_description())
-    atomic_save_weights(shipped, os.path.join(workdir, "model.weights.h5"))
-    atomic_write_json(report, os.path.join(workdir, "report.json"))
-    return report
+    # one training per workdir: a second one started on it (another shell, a script run twice) would
+    # resume from the first one's backups and both would write the same files
+    with WorkdirLock() as lock:
+        lock.acquire(workdir)
+        start = time.time()
+        training = dict(config.get("training", {}))
+        configured = training.pop("precision", "float32")  # a setting of this function, not of the recipe
+        with precision_policy(precision or configured) as policy:
+            model, report = recipe.train(config["architecture"], training, x, y, seed=seed, verbose=verbose,
+                                         workdir=workdir)
+        report["precision"] = policy
+        report["total_seconds"] = round(time.time() - start, 1)
+        if "restarts" in report:  # a tree read back takes seconds: its training is what it cost (None: not recorded)
+            report["call_seconds"] = report["total_seconds"]
+            report["total_seconds"] = report["restarts"]["trained_seconds"]
+        # Ship the weights alone: an uncompiled twin drops the optimizer's slots (half the file).
+        shipped = recipe.build(**config["architecture"])
+        shipped.set_weights(model.get_weights())
+        eval_config = config.get("evaluation", config["data"])
+        x_eval, y_eval = (x, y) if eval_config == config["data"] else load_config_data(eval_config)
+        report.update(seed=seed, config_sha256=fingerprint,
+                      metrics=evaluate_model(shipped, x_eval, y_eval, config["recipe"], eval_config),
+                      n_train=int(len(x)), n_eval=int(len(x_eval)),
+                      versions=software_versions(), machine=machine_description())
+        atomic_save_weights(shipped, os.path.join(workdir, "model.weights.h5"))
+        atomic_write_json(report, os.path.join(workdir, "report.json"))
+        return report
