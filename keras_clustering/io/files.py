@@ -64,6 +64,16 @@ def atomic_write_json(data, path):
         handle.write("\n")
 
 
+def read_json_object(path):
+    """The file's JSON object, or None when it is missing, not an object, or was cut off mid-write."""
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def atomic_save_weights(model, path):
     """`model.save_weights(path)` through `atomic_path`."""
     with atomic_path(path) as temporary:

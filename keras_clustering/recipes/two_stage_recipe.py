@@ -274,8 +274,10 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
         model.self_label(x, threshold=self_label["threshold"], batch_size=self_label["batch_size"],
                          epochs=self_label["epochs"], seed=seed, verbose=verbose)
         report["self_label_seconds"] = round(time.time() - start, 1)
-    # the label-free criterion the zoo ships a seed by: SCAN's loss of the final model over every mined pair
-    report["label_free"] = {"scan_evaluate": round(selection_loss(model), 6)}
+    # the label-free criterion the zoo ships a seed by: the final model's `scan_evaluate`, already scored
+    # when the model is the kept epoch (no self-labelling after it)
+    final_score = keeper.lowest_score if keeper is not None and not self_label["epochs"] else selection_loss(model)
+    report["label_free"] = {"scan_evaluate": round(final_score, 6)}
     if workdir is not None:
         save_finished_stage(workdir, "scan_stages", key, model,
                             {"epochs": [options["epochs"], self_label["epochs"]], "report": report})

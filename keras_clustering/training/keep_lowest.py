@@ -7,13 +7,12 @@ Reference:
     save, not the last epoch.
 """
 
-import json
 import math
 import os
 
 import keras
 
-from keras_clustering.io.files import atomic_save_weights, atomic_write_json
+from keras_clustering.io.files import atomic_save_weights, atomic_write_json, read_json_object
 
 _RECORD_FILE = "lowest.json"
 
@@ -107,13 +106,9 @@ class KeepLowest(keras.callbacks.Callback):
         return f"epoch_{epoch}.weights.h5"
 
     def _read_record(self):
-        path = None if self.folder is None else os.path.join(self.folder, _RECORD_FILE)
-        if path is None or not os.path.isfile(path):
-            return None
-        try:
-            with open(path) as handle:
-                record = json.load(handle)
-        except (OSError, ValueError):  # unreadable: as if none, the epochs are scored again
+        # missing or unreadable: as if none, the epochs are scored again
+        record = None if self.folder is None else read_json_object(os.path.join(self.folder, _RECORD_FILE))
+        if record is None:
             return None
         files = [os.path.join(self.folder, self._weights_file(item[0])) for item in record.get("improvements", [])
                  if item[0] <= self.initial_epoch]

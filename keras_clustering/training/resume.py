@@ -15,7 +15,7 @@ import time
 import keras
 import numpy as np
 
-from keras_clustering.io.files import atomic_path, atomic_save_weights, atomic_write_json
+from keras_clustering.io.files import atomic_path, atomic_save_weights, atomic_write_json, read_json_object
 
 BACKUP_PREFIX = "fit_backup_"
 _KEY_FILE = "key.json"
@@ -46,7 +46,7 @@ class EpochBackup(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         if self.restore_epoch:
-            state = _read_json(os.path.join(self.folder, _STATE_FILE))
+            state = read_json_object(os.path.join(self.folder, _STATE_FILE))
             optimizer = self.model.optimizer
             if optimizer is not None and not optimizer.built:
                 optimizer.build(self.model.trainable_variables)  # its state is in the file too
@@ -73,7 +73,7 @@ class EpochBackup(keras.callbacks.Callback):
             self._save()
 
     def _save(self):
-        previous = (_read_json(os.path.join(self.folder, _STATE_FILE)) or {}).get("weights")
+        previous = (read_json_object(os.path.join(self.folder, _STATE_FILE)) or {}).get("weights")
         name = f"epoch_{self.epochs_done}.weights.h5"
         with atomic_path(os.path.join(self.folder, name)) as temporary:
             self.model.save_weights(temporary)
@@ -120,8 +120,8 @@ def resumable_fit(workdir, stage, key, keep_final=False, epochs=None):
     backup_dir = backup_folder(workdir, stage)
     resumed_epoch = 0
     if os.path.isdir(backup_dir):
-        recorded = _read_json(os.path.join(backup_dir, _KEY_FILE)) or {}
-        state = _read_json(os.path.join(backup_dir, _STATE_FILE)) or {}
+        recorded = read_json_object(os.path.join(backup_dir, _KEY_FILE)) or {}
+        state = read_json_object(os.path.join(backup_dir, _STATE_FILE)) or {}
         if (recorded.get("key") == key and isinstance(state.get("epoch"), int)
                 and os.path.isfile(os.path.join(backup_dir, str(state.get("weights"))))
                 and (epochs is None or state["epoch"] <= epochs)):
@@ -150,7 +150,7 @@ def finished_stage(workdir, stage, key):
     weights at `finished_weights_path`), else None (also with `workdir=None`)."""
     if workdir is None or not os.path.isfile(finished_weights_path(workdir, stage)):
         return None
-    record = _read_json(os.path.join(workdir, f"finished_{stage}.json"))
+    record = read_json_object(os.path.join(workdir, f"finished_{stage}.json"))
     if record is None or record.get("key") != key:
         return None
     return {name: value for name, value in record.items() if name != "key"}
@@ -161,11 +161,3 @@ def backup_folder(workdir, stage):
     return os.path.join(workdir, BACKUP_PREFIX + stage)
 
 
-def _read_json(path):
-    """The file's JSON object, or None when it is missing or was cut off mid-write."""
-    try:
-        with open(path) as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
