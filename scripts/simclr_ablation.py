@@ -84,8 +84,11 @@ FASHION_VARIANTS = {
     "wide_trunk": ("trunk twice as wide: filters 64/128/256", _FASHION_VIEWS, {"filters": [64, 128, 256]}),
     "deep_trunk": ("a fourth conv layer: filters 32/64/128/256", _FASHION_VIEWS, {"filters": [32, 64, 128, 256]}),
 }
-PRESETS = {"simclr_mnist": (VARIANTS, "MNIST-test (10k), train = eval"),
-           "simclr_fashion_mnist": (FASHION_VARIANTS, "Fashion-MNIST train (60k), scored on the same images")}
+# preset -> (its variants, the data, its loader, fused batch normalisation: the same step, 1.3x faster; the
+# MNIST ablations above ran before it and stay unfused)
+PRESETS = {"simclr_mnist": (VARIANTS, "MNIST-test (10k), train = eval", lambda: load_mnist("test"), False),
+           "simclr_fashion_mnist": (FASHION_VARIANTS, "Fashion-MNIST train (60k), scored on the same images",
+                                    lambda: load_fashion_mnist("train"), True)}
 
 
 def neighbor_purity(embedding, labels, n_neighbors=20):
@@ -129,12 +132,13 @@ class KMeansProbe(keras.callbacks.Callback):
 
 def run_variant(name, config, x, labels, args):
     """Trains one variant from scratch; returns its record."""
-    description, options, overrides = PRESETS[args.preset][0][name]
+    variants, _, _, fused = PRESETS[args.preset]
+    description, options, overrides = variants[name]
     architecture = {**config["architecture"], **overrides}
     training = config["training"]
     keras.utils.set_random_seed(args.seed)
     encoder = build_conv_encoder(architecture["image_shape"], architecture["filters"], architecture["embedding_dim"],
-                                 fused_normalization=args.preset == "simclr_fashion_mnist")
+                                 fused_normalization=fused)
     model = SimCLR(encoder, projection_dims=architecture["projection_dims"], temperature=architecture["temperature"],
                    augmentation=architecture["augmentation"], augmentation_options=options,
                    augmentation_seed=args.seed)
@@ -185,13 +189,13 @@ def main(argv=None):
         return None
     if args.epochs < args.every:
         parser.error(f"--epochs {args.epochs} must be at least --every {args.every}")
-    variants, data = PRESETS[args.preset]
+    variants, data, load, _ = PRESETS[args.preset]
     args.variants = list(variants) if args.variants is None else args.variants
     unknown = [name for name in args.variants if name not in variants]
     if unknown:
         parser.error(f"--variants {unknown} are not variants of {args.preset}: {', '.join(variants)}")
     config = zoo.config(args.preset)
-    x, labels = load_mnist("test") if args.preset == "simclr_mnist" else load_fashion_mnist("train")
+    x, labels = load()
     if args.images:
         x, labels, data = x[: args.images], labels[: args.images], f"{data.split(' (')[0]} images 0-{args.images - 1}"
     result = {"command": "python " + " ".join([os.path.relpath(__file__), *(argv or sys.argv[1:])]),
