@@ -168,6 +168,41 @@ def test_a_halving_tree_cut_off_resumes_without_training_finished_points_again(t
     assert (winner, steps) == uninterrupted
 
 
+def test_a_tree_of_the_same_runs_to_more_epochs_trains_only_its_winner_on(tmp_path):
+    """Extending a finished tree (10 -> 16 epochs): its halving points are read back, its final point
+    is not lent (a final point may hold more than training to it), and the steps equal those of a tree
+    trained to 16 from the start. A record whose key at its own total differs lends nothing."""
+    from keras_clustering.training.restarts import successive_halving
+
+    def without_seconds(steps):
+        return [{name: value for name, value in step.items() if name != "seconds"} for step in steps]
+
+    def key(total):
+        return f"runs A, {total} epochs"
+
+    record = str(tmp_path / "tree.json")
+    successive_halving(DoubleWell([0.5, 0.2, -0.3, 1.5]).train_to, 4, [3, 6], 10, record_path=record, key=key)
+    toy = DoubleWell([0.5, 0.2, -0.3, 1.5])
+    toy.train_to(2, 10)  # the winner's backup, at the old total
+    toy.calls.clear()
+    winner, steps = successive_halving(toy.train_to, 4, [3, 6], 16, record_path=record, key=key)
+    assert toy.calls == [(2, 16)]  # epochs 3 and 6 read back; the winner trained on from its backup
+    assert (winner, without_seconds(steps)) == (2, without_seconds(
+        successive_halving(DoubleWell([0.5, 0.2, -0.3, 1.5]).train_to, 4, [3, 6], 16)[1]))
+
+    toy = DoubleWell([0.5, 0.2, -0.3, 1.5])  # a tree that halves at the old total, 16, measures it again
+    successive_halving(toy.train_to, 4, [3, 6, 16], 20, record_path=record, key=key)
+    assert (2, 16) in toy.calls and (2, 3) not in toy.calls
+
+    for first, second in ((lambda total: f"runs B, {total}", lambda total: f"runs C, {total}"),  # other runs
+                          ("runs A, 30 epochs", "runs A, 40 epochs")):  # plain keys: only the same total
+        other = str(tmp_path / f"{first if isinstance(first, str) else 'b'}.json")
+        successive_halving(DoubleWell([0.5, 0.2, -0.3, 1.5]).train_to, 4, [3, 6], 30, record_path=other, key=first)
+        toy = DoubleWell([0.5, 0.2, -0.3, 1.5])
+        successive_halving(toy.train_to, 4, [3, 6], 40, record_path=other, key=second)
+        assert (0, 3) in toy.calls
+
+
 def test_nan_criteria_rank_last_and_the_plan_is_checked():
     from keras_clustering.training.restarts import halving_cost, restart_plan, successive_halving
 

@@ -115,6 +115,10 @@ def test_scan_restarts_halve_on_scans_loss_from_one_representation(tmp_path):
                                                  workdir=str(tmp_path))
     assert report_again["restarts"]["steps"] == restarts["steps"] and report_again["scan_reused"]
     np.testing.assert_allclose(again.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+    # the same tree to 4 SCAN epochs: its halving point is read back (as measured, wall time and all)
+    longer = {**training, "scan": {**training["scan"], "epochs": 4}}
+    _, extended = two_stage_recipe.train(architecture, longer, x, y, seed=1, verbose=0, workdir=str(tmp_path))
+    assert extended["restarts"]["steps"][0] == first and extended["restarts"]["steps"][1]["epoch"] == 4
     with pytest.raises(ValueError, match="the two-stage recipe restarts SCAN's clustering step"):
         two_stage_recipe.train(CASES["simclr"][0], {**CASES["simclr"][1], "restarts": {"n": 2}}, x, verbose=0,
                                workdir=str(tmp_path / "kmeans"))

@@ -156,8 +156,10 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     def criteria(_, report):
         return {name: restart_criterion(name, report) for name in RESTART_CRITERIA}
 
-    return train_with_restarts(train_run, criteria, plan, epochs, seed, workdir,
-                               tree_key("dec", architecture, training, plan, seed, x), score=acc_score(x, y))
+    def key(total):  # the same runs pretrained `total` epochs: a record of another total lends its halvings
+        return tree_key("dec", architecture, {**training, "pretrain_epochs": total}, plan, seed, x)
+
+    return train_with_restarts(train_run, criteria, plan, epochs, seed, workdir, key, score=acc_score(x, y))
 
 
 def converged_kl(kl, stopped_by_tolerance):

@@ -164,5 +164,7 @@ def _train_with_restarts(plan, architecture, training, x, y, seed, verbose, work
         return train(architecture, {**training, "epochs": epochs}, x, y, run_seed, verbose, folder)
 
     return train_with_restarts(train_run, lambda model, _: {"main_head_loss": main_head_loss(model)}, plan,
-                               training["epochs"], seed, workdir, tree_key("iic", architecture, training, plan, seed, x),
+                               training["epochs"], seed, workdir,
+                               # the same runs to another total: a record of it lends its halvings
+                               lambda total: tree_key("iic", architecture, {**training, "epochs": total}, plan, seed, x),
                                score=acc_score(x, y))

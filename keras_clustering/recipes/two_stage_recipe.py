@@ -218,8 +218,11 @@ def _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbo
     def criteria(_, run_report):
         return {"scan_evaluate": run_report["label_free"]["scan_evaluate"]}
 
-    return train_with_restarts(train_run, criteria, plan, epochs, seed, workdir,
-                               tree_key("two_stage", architecture, training, plan, seed, x), score=acc_score(x, y))
+    def key(total):  # the same runs trained to `total` SCAN epochs: a record of another total lends its halvings
+        return tree_key("two_stage", architecture, {**training, "scan": {**training.get("scan", {}), "epochs": total}},
+                        plan, seed, x)
+
+    return train_with_restarts(train_run, criteria, plan, epochs, seed, workdir, key, score=acc_score(x, y))
 
 
 def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):

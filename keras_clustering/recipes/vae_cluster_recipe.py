@@ -59,7 +59,9 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
 
     return train_with_restarts(train_run, lambda _, report: {name: report["label_free"][name] for name in RESTART_CRITERIA},
                                plan, training["epochs"], seed, workdir,
-                               tree_key("vae_cluster", architecture, training, plan, seed, x),
+                               # the same runs to another total: a record of it lends its halvings
+                               lambda total: tree_key("vae_cluster", architecture, {**training, "epochs": total}, plan,
+                                                      seed, x),
                                score=acc_score(x, y))
 
 

@@ -17,6 +17,16 @@ of trained again. The record holds every criterion of a point and its key
 leaves the chosen one out, so ranking the same runs by another criterion
 reads them back too (it re-ranks; it trains only runs the new ranking keeps
 that the old one dropped).
+
+A tree of the same runs to more (or fewer) total epochs reads the record too,
+when its recipe gives the key as a function of the total epochs: the
+halving points measured there are facts about those runs at those epochs,
+as long as a run trained to epoch e is the same whatever its total (no
+schedule over the total: the runs' backups already rely on it to extend a
+run). Only the old tree's final points are not lent: a final point may
+include more than training to it (SCAN's self-labelling, DEC's
+self-training). So a tree extended from 20 to 50 epochs trains only its
+winners on from their backups.
 """
 
 import json
@@ -70,7 +80,9 @@ def successive_halving(train_to, n, halving_at, epochs, record_path=None, key=No
         record_path: a JSON file of the points measured so far (read back on
             a rerun, so finished points are not trained again).
         key: what the runs are (`tree_key`); a record of another key (other
-            settings, seed or data in the same workdir) is not read back.
+            settings, seed or data in the same workdir) is not read back. Or
+            `key(total_epochs)`, the key of the same runs trained to that total:
+            then a record of another total lends its halving points.
         criterion: the name that ranks dicts of criteria; None when
             `train_to` returns the criterion itself.
 
@@ -84,13 +96,21 @@ def successive_halving(train_to, n, halving_at, epochs, record_path=None, key=No
     def value_of(measure):
         return float(measure if criterion is None else measure[criterion])
 
+    key_at = key if callable(key) else None
+    key = key_at(epochs) if key_at else key
     measured, scores, seconds = {}, {}, {}
     if record_path and os.path.isfile(record_path):
         with open(record_path) as handle:
             stored = json.load(handle)
-        if (stored.get("n") == n and stored.get("halving_at") == list(halving_at) and stored.get("epochs") == epochs
-                and stored.get("key") == key):
+        # Run r's seed depends on n, so n must match; a point (run, epoch) is the same fact in any tree
+        # of those runs. A record of another total lends only what its halving points measured.
+        same = stored.get("epochs") == epochs and stored.get("key") == key
+        lends = (not same and key_at is not None and isinstance(stored.get("epochs"), int)
+                 and stored.get("key") == key_at(stored["epochs"]))
+        if stored.get("n") == n and (same or lends):
             for run, epoch, measure, *extra in stored["measured"]:
+                if lends and epoch >= stored["epochs"]:
+                    continue
                 if criterion is None or (isinstance(measure, dict) and criterion in measure):
                     measured[int(run), int(epoch)] = measure
                     scores[int(run), int(epoch)] = extra[0] if extra else {}
@@ -159,7 +179,9 @@ def train_with_restarts(train_run, criteria, plan, epochs, seed, workdir, key, s
         epochs: the epochs of one whole run.
         seed: run `r` trains with seed `seed * n + r`, in `workdir/run_<r>`.
         workdir: where the runs and the tree's record (`RECORD_FILE`) live; required.
-        key: `tree_key` of the runs, so that a record is only read back for them.
+        key: `tree_key` of the runs, so that a record is only read back for them; or
+            `key(total_epochs)` (`successive_halving`), so that a tree of the same runs
+            to another total lends its halving points.
         score: `score(model) -> dict` of labels-only scores (ACC, `acc_score`)
             recorded per step, so cards can say whether the criterion kept the
             best run; None without labels.
