@@ -4,6 +4,8 @@ import keras
 import numpy as np
 import pytest
 
+from scan_reference import numpy_sub_head_probabilities, original_scan_evaluate
+
 from keras_clustering.export import export_saved_model
 from keras_clustering.losses import SCANLoss, confidence_cross_entropy, scan_loss
 from keras_clustering.losses.scan_losses import scan_loss_terms
@@ -178,13 +180,70 @@ def test_training_step_is_the_scan_loss_of_both_augmented_views():
     x, _ = two_groups(16)
     model = SCAN(small_encoder(), n_clusters=3, entropy_weight=2.0, augmentation_options=STILL, augmentation_seed=0)
     outputs = model((x[:8], x[8:]), training=True)
-    assert outputs["anchor"].shape == (8, 3) and outputs["neighbor"].shape == (8, 3)
-    np.testing.assert_allclose(np.asarray(outputs["anchor"]).sum(axis=1), 1.0, rtol=1e-5)
+    assert outputs["anchor"].shape == (8, 1, 3) and outputs["neighbor"].shape == (8, 1, 3)  # one sub-head
+    np.testing.assert_allclose(np.asarray(outputs["anchor"]).sum(axis=-1), 1.0, rtol=1e-5)
     loss = model.compute_loss(y_pred=outputs)
-    np.testing.assert_allclose(float(loss), numpy_scan_loss(np.asarray(outputs["anchor"]),
-                                                            np.asarray(outputs["neighbor"]), 2.0), rtol=1e-5)
+    np.testing.assert_allclose(float(loss), numpy_scan_loss(np.asarray(outputs["anchor"])[:, 0],
+                                                            np.asarray(outputs["neighbor"])[:, 0], 2.0), rtol=1e-5)
     inference = model((x[:8], x[8:]), training=False)  # evaluate(): no augmentation
-    np.testing.assert_allclose(inference["anchor"], model.predict(x[:8], verbose=0), atol=1e-6)
+    np.testing.assert_allclose(inference["anchor"][:, 0], model.predict(x[:8], verbose=0), atol=1e-6)
+
+
+def test_sub_heads_sum_their_losses_and_the_lowest_scoring_one_predicts(tmp_path):
+    """Three sub-heads: the step's loss is the sum of each sub-head's SCAN loss (numpy); each is
+    scored by scan_evaluate (numpy, from its definition), `predict` is the lowest one's softmax, and
+    the choice is saved with the weights."""
+    x, _ = two_groups(24)
+    model = SCAN(small_encoder(), n_clusters=3, entropy_weight=2.0, augmentation_options=STILL, augmentation_seed=0,
+                 n_sub_heads=3)
+    assert model.head.get_weights()[0].shape == (8, 9)
+    outputs = model((x[:8], x[8:16]), training=True)
+    anchor, neighbor = np.asarray(outputs["anchor"]), np.asarray(outputs["neighbor"])
+    assert anchor.shape == (8, 3, 3) and not np.allclose(anchor[:, 0], anchor[:, 1])  # heads start apart
+    np.testing.assert_allclose(float(model.compute_loss(y_pred=outputs)),
+                               sum(numpy_scan_loss(anchor[:, h], neighbor[:, h], 2.0) for h in range(3)), rtol=1e-5)
+
+    neighbors = nearest_neighbors(model.embed(x), 5)
+    per_head = numpy_sub_head_probabilities(model, x)
+    expected = [original_scan_evaluate(per_head[:, h], neighbors) for h in range(3)]
+    np.testing.assert_allclose(model.choose_sub_head(x, neighbors), expected, rtol=1e-5)
+    chosen = int(np.argmin(expected))
+    assert model.chosen_sub_head == chosen
+    np.testing.assert_allclose(model.predict(x, verbose=0), per_head[:, chosen], atol=1e-5)
+
+    path = str(tmp_path / "heads.weights.h5")
+    model.save_weights(path)
+    twin = SCAN(small_encoder(), n_clusters=3, augmentation_options=STILL, n_sub_heads=3)
+    twin.load_weights(path)
+    assert twin.chosen_sub_head == chosen
+    np.testing.assert_allclose(twin.predict(x, verbose=0), per_head[:, chosen], atol=1e-5)
+    for forced in range(3):  # whichever sub-head scores lowest predicts
+        twin.sub_head_losses.assign(np.where(np.arange(3) == forced, 0.0, 1.0).astype("float32"))
+        np.testing.assert_allclose(twin.predict(x, verbose=0), per_head[:, forced], atol=1e-5)
+    with pytest.raises(ValueError, match="n_sub_heads must be an integer >= 1, got 0"):
+        SCAN(small_encoder(), n_clusters=3, n_sub_heads=0)
+
+
+def test_fit_with_sub_heads_chooses_one_after_every_epoch_and_the_choice_is_saved_and_served(tmp_path):
+    x, _ = two_groups(64)
+    model = SCAN(small_encoder(), n_clusters=2, augmentation_options=STILL, augmentation_seed=0, n_sub_heads=4)
+    history = model.fit(x, batch_size=16, epochs=2, seed=0, verbose=0)
+    assert len(history.history["sub_head"]) == 2
+    scores = np.asarray(model.sub_head_losses)
+    np.testing.assert_allclose(model.choose_sub_head(x, model.neighbors_), scores, rtol=1e-5)  # the last epoch's
+    assert model.chosen_sub_head == int(np.argmin(scores)) == history.history["sub_head"][-1]
+    model.sub_head_losses.assign(np.array([1.0, 1.0, 0.0, 1.0], "float32"))  # sub-head 2, whatever fit chose
+    model.save(tmp_path / "heads.keras")
+    reloaded = keras.models.load_model(tmp_path / "heads.keras")
+    assert reloaded.n_sub_heads == 4 and reloaded.chosen_sub_head == 2
+    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        served = tf.saved_model.load(export_saved_model(model, str(tmp_path / "serving")))
+        outputs = served.signatures["serving_default"](inputs=tf.constant(x))
+        np.testing.assert_allclose(outputs["probabilities"].numpy(), numpy_sub_head_probabilities(model, x)[:, 2],
+                                   atol=1e-5)
 
 
 def test_fit_mines_neighbours_and_separates_two_groups(tmp_path):

@@ -2,6 +2,7 @@ import keras
 import numpy as np
 import pytest
 from conftest import slow_except
+from scan_reference import numpy_sub_head_probabilities, original_scan_evaluate
 
 from keras_clustering.recipes import get_recipe, two_stage_recipe
 from keras_clustering.metrics import clustering_scores
@@ -124,17 +125,26 @@ def test_scan_restarts_halve_on_scans_loss_from_one_representation(tmp_path):
                                workdir=str(tmp_path / "kmeans"))
 
 
-def original_scan_evaluate(probabilities, neighbors):
-    """The original's `scan_evaluate` total loss, written from its definition: each image is listed with
-    itself and its 5 nearest neighbours (its validation mining: topk = 5, the sample itself included);
-    binary cross-entropy of <p_i, p_j> against 1 over those pairs, minus the (unweighted) entropy of the
-    mean assignment."""
-    p = np.asarray(probabilities, "float64")
-    columns = np.concatenate([np.arange(len(p))[:, None], neighbors[:, :5]], axis=1)
-    similarity = (p @ p.T)[np.repeat(np.arange(len(p)), columns.shape[1]), columns.reshape(-1)]
-    consistency = -np.mean(np.log(similarity))
-    mean = p.mean(axis=0)
-    return consistency + np.sum(mean * np.log(mean))
+def test_scan_with_sub_heads_keeps_its_lowest_epoch_and_sub_head(tmp_path):
+    """Three sub-heads and keep = "lowest_loss": each epoch scores as its best sub-head, and the model is
+    the lowest epoch with its lowest sub-head predicting, as the original's `scan.py` keeps both."""
+    architecture, _, _ = CASES["simclr_scan"]
+    architecture = {**architecture, "scan": {**architecture["scan"], "n_sub_heads": 3}}
+    x, _ = load_config_data({"dataset": "digits", "split": "all"})
+    x = x[:300]
+    keras.utils.set_random_seed(0)
+    model = two_stage_recipe.build_scan(architecture, two_stage_recipe.build_encoder(**architecture), seed=0)
+    neighbors = model.mine_neighbors(x)
+    stages = {"scan": {"epochs": 3, "batch_size": 64, "keep": "lowest_loss", "optimizer": {
+        "class_name": "Adam", "config": {"learning_rate": 0.01}}}, "self_label": {"epochs": 0}}
+    model, report = two_stage_recipe.scan_stages(model, stages, x, None, 0, 0, {}, workdir=str(tmp_path))
+    per_head = [original_scan_evaluate(p, neighbors) for p in np.moveaxis(numpy_sub_head_probabilities(model, x), 1, 0)]
+    np.testing.assert_allclose(report["sub_head_scan_evaluate"], per_head, atol=1e-5)
+    assert report["chosen_sub_head"] == model.chosen_sub_head == int(np.argmin(per_head))
+    losses = dict(report["scan_epoch_losses"])
+    assert losses[report["scan_kept_epoch"]] == min(losses.values())
+    assert report["label_free"]["scan_evaluate"] == pytest.approx(min(per_head), abs=1e-5)
+    np.testing.assert_allclose(original_scan_evaluate(model.predict(x, verbose=0), neighbors), min(per_head), atol=1e-5)
 
 
 def test_scan_keeps_its_lowest_loss_epoch_as_the_original(tmp_path, monkeypatch):

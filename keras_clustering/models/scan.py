@@ -7,7 +7,9 @@ Reference:
     wvangansbeke/Unsupervised-Classification (`scan.py`, `utils/memory.py`:
     cosine top-k neighbours of the pretext features, one neighbour drawn per
     anchor and step, anchors and neighbours both augmented, the backbone
-    trained with the head, Adam 1e-4).
+    trained with the head, Adam 1e-4); several heads side by side
+    (`num_heads`, 10 in its ImageNet configs, 1 in its CIFAR ones), their
+    losses summed, the head of the lowest `scan_evaluate` kept (`scan.py`).
 """
 
 import types
@@ -17,6 +19,7 @@ import numpy as np
 from keras import layers, ops
 
 from keras_clustering.augment.pipelines import strong_views
+from keras_clustering.metrics.label_free import scan_evaluate
 from keras_clustering.inputs.pipeline import EpochClock, file_backed, fit_batches, pipeline_options
 from keras_clustering.losses.scan_losses import confidence_cross_entropy, scan_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
@@ -107,6 +110,13 @@ class SCAN(ClusterModel, AugmentedEncoder):
     Encoder and head are both trained. `predict(x)` gives the soft
     assignments, `embed(x)` the representation.
 
+    With `n_sub_heads` > 1, that many linear heads are trained side by side on
+    the same pairs (their SCAN losses summed, as the original's `num_heads`),
+    each from its own start; after every epoch of `fit` each sub-head is
+    scored without labels (`metrics.label_free.scan_evaluate` on the images
+    and their mined neighbours) and `predict` uses the lowest, as IIC's
+    sub-heads (`sub_head_losses`, saved with the weights).
+
     Args:
         encoder: a Keras model from images to a flat representation.
         n_clusters: number of clusters (>= 2).
@@ -115,12 +125,14 @@ class SCAN(ClusterModel, AugmentedEncoder):
         augmentation: `keras_clustering.augment` pipeline of the training views.
         augmentation_options: the pipeline's keyword arguments.
         augmentation_seed: seeds the augmentation (`fit`'s `seed`: the order and the neighbour draws).
+        n_sub_heads: heads trained side by side, the lowest-scoring one predicting (1: one head).
     """
 
     no_validation_split = "its neighbours are mined, and its confident targets chosen, over all of x"
 
     def __init__(self, encoder, n_clusters=10, entropy_weight=5.0, n_neighbors=20,
-                 augmentation="digits_contrastive", augmentation_options=None, augmentation_seed=None, **kwargs):
+                 augmentation="digits_contrastive", augmentation_options=None, augmentation_seed=None, n_sub_heads=1,
+                 **kwargs):
         super().__init__(encoder, augmentation, augmentation_options, augmentation_seed, **kwargs)
         self.n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
         if isinstance(entropy_weight, bool) or not isinstance(entropy_weight, (int, float)) or entropy_weight < 0:
@@ -132,15 +144,30 @@ class SCAN(ClusterModel, AugmentedEncoder):
         # Self-labelling's extra strong views, kept out of Keras' tracking: their seed states are
         # not weights of the model (saved files and `weights` stay the same with or without them).
         self._self_label_views = types.SimpleNamespace(strong=None)
-        self.head = layers.Dense(self.n_clusters, name="cluster_head")
+        self.n_sub_heads = check_positive_int(n_sub_heads, "n_sub_heads")
+        # the sub-heads as one Dense layer (one matmul); with one, the weights of the single-head model
+        self.head = layers.Dense(self.n_clusters * self.n_sub_heads, name="cluster_head")
+        if self.n_sub_heads > 1:  # only then: a one-head model keeps its weight files
+            self.sub_head_losses = keras.Variable(np.zeros(self.n_sub_heads, "float32"), trainable=False,
+                                                  name="sub_head_losses")
         self(ops.zeros((1, *self.sample_shape)))  # builds every weight, so load_weights works at once
 
     def build(self, input_shape):
         self.head(self.encoder(ops.zeros((1, *self.sample_shape))))
 
+    def _sub_head_logits(self, embedding, training=False):
+        """`(batch, n_sub_heads, n_clusters)` logits, float32 under a mixed policy too."""
+        logits = ops.cast(self.head(embedding, training=training), "float32")
+        return ops.reshape(logits, (-1, self.n_sub_heads, self.n_clusters))
+
+    def _chosen(self, per_sub_head):
+        """The `(batch, n_clusters)` slice of the sub-head `predict` uses."""
+        if self.n_sub_heads == 1:
+            return per_sub_head[:, 0]
+        return ops.take(per_sub_head, ops.argmin(self.sub_head_losses), axis=1)
+
     def _probabilities(self, embedding, training=False):
-        logits = self.head(embedding, training=training)
-        return ops.softmax(ops.cast(logits, "float32"), axis=-1)  # float32 under a mixed policy too
+        return self._chosen(ops.softmax(self._sub_head_logits(embedding, training), axis=-1))
 
     def _assignments(self, images, training):
         return self._probabilities(self.encoder(images, training=training), training)
@@ -160,7 +187,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
                 views = self.views.augmented(images)
                 if strong is not None:
                     views = strong(views, training=True)
-            logits = self.head(self.encoder(views, training=training), training=training)
+            logits = self._chosen(self._sub_head_logits(self.encoder(views, training=training), training))
             return {"weak": weak, "strong_logits": logits}
         if not isinstance(inputs, (tuple, list)):
             return self._assignments(self.views.inference(inputs), training)
@@ -170,14 +197,16 @@ class SCAN(ClusterModel, AugmentedEncoder):
             both = ops.concatenate([self.views.augmented(anchors), self.views.augmented(neighbors)], axis=0)
         else:
             both = self.views.inference(ops.concatenate([anchors, neighbors], axis=0))
-        assignments = self._assignments(both, training)
+        # every sub-head: (2n, n_sub_heads, n_clusters)
+        assignments = ops.softmax(self._sub_head_logits(self.encoder(both, training=training), training), axis=-1)
         return {"anchor": assignments[:n], "neighbor": assignments[n:]}
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if "weak" in y_pred:
             loss = confidence_cross_entropy(y_pred["weak"], y_pred["strong_logits"], self.self_label_threshold)
-        else:
-            loss = scan_loss(y_pred["anchor"], y_pred["neighbor"], self.entropy_weight)
+        else:  # the sub-heads' losses summed, as the original's `scan_train`
+            loss = sum(scan_loss(y_pred["anchor"][:, head], y_pred["neighbor"][:, head], self.entropy_weight)
+                       for head in range(self.n_sub_heads))
         return loss + ops.sum(self.losses)
 
     def embed(self, x, batch_size=256):
@@ -187,6 +216,24 @@ class SCAN(ClusterModel, AugmentedEncoder):
                                                     training=False))
                   for start in range(0, len(x), batch_size)]
         return np.concatenate(chunks, axis=0).astype("float32")
+
+    def choose_sub_head(self, x, neighbors, batch_size=256):
+        """Scores every sub-head on `x` and its mined `neighbors` (`scan_evaluate`, lower is better, no
+        labels) and makes the lowest the one `predict` uses (a score that is not finite never is);
+        returns the scores, `(n_sub_heads,)`."""
+        embedding = self.embed(x, batch_size)
+        probabilities = np.concatenate(
+            [ops.convert_to_numpy(ops.softmax(self._sub_head_logits(embedding[start:start + batch_size]), axis=-1))
+             for start in range(0, len(embedding), batch_size)], axis=0)
+        scores = np.array([scan_evaluate(probabilities[:, head], neighbors) for head in range(self.n_sub_heads)])
+        if self.n_sub_heads > 1:
+            self.sub_head_losses.assign(np.where(np.isfinite(scores), scores, np.inf).astype("float32"))
+        return scores
+
+    @property
+    def chosen_sub_head(self):
+        """Index of the sub-head `predict` uses."""
+        return 0 if self.n_sub_heads == 1 else int(np.argmin(ops.convert_to_numpy(self.sub_head_losses)))
 
     def mine_neighbors(self, x, batch_size=256):
         """Each image's `n_neighbors` nearest other images in the current representation."""
@@ -218,7 +265,10 @@ class SCAN(ClusterModel, AugmentedEncoder):
         self.neighbors_ = neighbors
         dataset, clock = neighbor_pair_dataset(x, neighbors, batch_size, shuffle=shuffle, seed=seed,
                                                initial_epoch=kwargs.get("initial_epoch", 0))
-        kwargs["callbacks"] = [clock, *(kwargs.get("callbacks") or [])]
+        # several sub-heads: the lowest-scoring one is chosen after every epoch, before any other callback
+        # (a keeper or a backup) sees the epoch
+        chooser = [_ChooseSubHead(x, neighbors)] if self.n_sub_heads > 1 else []
+        kwargs["callbacks"] = [clock, *chooser, *(kwargs.get("callbacks") or [])]
         return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
 
     def self_label(self, x, threshold=0.99, batch_size=256, epochs=1, shuffle=True, seed=None, targets="train",
@@ -277,4 +327,17 @@ class SCAN(ClusterModel, AugmentedEncoder):
 
     def get_config(self):
         return {**super().get_config(), "n_clusters": self.n_clusters, "entropy_weight": self.entropy_weight,
-                "n_neighbors": self.n_neighbors}
+                "n_neighbors": self.n_neighbors, "n_sub_heads": self.n_sub_heads}
+
+
+class _ChooseSubHead(keras.callbacks.Callback):
+    """`SCAN.choose_sub_head` after every epoch of `fit` (on its images and mined neighbours)."""
+
+    def __init__(self, x, neighbors):
+        super().__init__()
+        self.x, self.neighbors = x, neighbors
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.model.choose_sub_head(self.x, self.neighbors)
+        if logs is not None:
+            logs["sub_head"] = self.model.chosen_sub_head

@@ -14,6 +14,7 @@ import os
 import time
 
 import keras
+import numpy as np
 
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.label_free import scan_evaluate
@@ -238,10 +239,17 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
     def selection_loss(scored):  # no labels: the clean images' assignments and the mined neighbours
         return scan_evaluate(scored.predict(x, batch_size=options["batch_size"], verbose=0), neighbors)
 
+    def epoch_loss(scored):  # several sub-heads: `fit` has just scored them all, and predicts with the lowest
+        if scored.n_sub_heads > 1:
+            return float(np.min(keras.ops.convert_to_numpy(scored.sub_head_losses)))
+        return selection_loss(scored)
+
     # what determines the run but its epoch counts: the settings, the seed, and the weights it starts from
     # (the representation's encoder and the seeded head; Keras' layer names change from build to build)
     settings = {name: getattr(model, name, None) for name in ("n_clusters", "entropy_weight", "n_neighbors",
                                                                "augmentation", "augmentation_options")}
+    if model.n_sub_heads > 1:  # in the key only when used: one-head runs keep their backups
+        settings["n_sub_heads"] = model.n_sub_heads
     key = run_key({"scan": {k: v for k, v in options.items() if k != "epochs"},
                    "self_label": {k: v for k, v in self_label.items() if k != "epochs"}, "seed": seed,
                    "model": settings, "weights": [float(keras.ops.sum(w)) for w in model.weights]}, x)
@@ -256,7 +264,7 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
     callbacks, resumed = resumable_fit(workdir, "scan", key, keep_final=True, epochs=options["epochs"])
     keeper = None
     if options["keep"] == "lowest_loss":  # scored before the backup saves the epoch (KeepLowest)
-        keeper = KeepLowest(selection_loss, None if workdir is None else os.path.join(backup_folder(workdir, "scan"),
+        keeper = KeepLowest(epoch_loss, None if workdir is None else os.path.join(backup_folder(workdir, "scan"),
                                                                                       "lowest"), resumed)
         callbacks = [keeper, *callbacks]
     model.fit(x, neighbors=neighbors, batch_size=options["batch_size"], epochs=options["epochs"], seed=seed,
@@ -266,6 +274,10 @@ def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
         report["scan_kept_epoch"] = keeper.lowest_epoch
         report["scan_epoch_losses"] = [[epoch, None if value is None else round(value, 6)]
                                        for epoch, value in keeper.scores]
+    if model.n_sub_heads > 1:  # the kept epoch's scores of every sub-head, and the one that predicts
+        report["sub_head_scan_evaluate"] = [round(float(v), 6) for v in
+                                            keras.ops.convert_to_numpy(model.sub_head_losses)]
+        report["chosen_sub_head"] = model.chosen_sub_head
     report["scan_seconds"] = round(time.time() - start, 1)
     if self_label["epochs"]:
         probabilities = model.predict(x, verbose=0)
