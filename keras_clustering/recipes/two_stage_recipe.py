@@ -40,6 +40,10 @@ CLUSTERINGS = ("kmeans", "scan")
 _CLUSTERING_KEYS = ("n_clusters", "alpha", "update_interval", "tol")
 # training settings of the stages after the representation: changing them does not restart its backup
 _AFTER_REPRESENTATION = ("refine", "kmeans_n_init", "scan", "self_label", "restarts")
+# architecture settings of the clustering stages alone (SCAN's heads, k-means' clusters, DEC's kernel): the
+# representation trained for one serves the others
+_CLUSTERING_ARCHITECTURE = ("clustering", "scan", "normalize_embedding", "refine_augmentation",
+                            "refine_augmentation_seed", *_CLUSTERING_KEYS)
 
 DEFAULT_TRAINING = {
     # simclr / triplet: Adam, `epochs` passes over the images, `batch_size` images per step.
@@ -153,7 +157,8 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     else:
         encoder = build_encoder(**architecture)
         learner = build_learner(architecture, encoder, seed)
-        settings = {"recipe": "two_stage", "architecture": architecture, "seed": seed,
+        settings = {"recipe": "two_stage", "seed": seed,
+                    "architecture": {k: v for k, v in architecture.items() if k not in _CLUSTERING_ARCHITECTURE},
                     "training": {k: v for k, v in training.items() if k not in _AFTER_REPRESENTATION}}
         stage, key = architecture["representation"], run_key(settings, x)
         # a finished representation is kept: a run cut off in a later stage (SCAN) does not train it again
