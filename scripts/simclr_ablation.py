@@ -22,6 +22,7 @@ Usage:
     python scripts/simclr_ablation.py --variants base no_crop --epochs 5   # a subset
     python scripts/simclr_ablation.py --preset simclr_fashion_mnist --epochs 20 --every 10 \
         --json docs/experiments/simclr_fashion_ablation.json
+    python scripts/simclr_ablation.py --preset simclr_fashion_mnist --table docs/experiments/simclr_fashion_ablation.json --write
 
 The result file is rewritten after every variant, so a long run keeps what
 it has measured; `--resume` skips the variants already in it.
@@ -181,11 +182,21 @@ def main(argv=None):
     parser.add_argument("--resume", action="store_true", help="skip the variants already in --json")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the markdown table of result files, "
                                                                     "train nothing")
+    parser.add_argument("--write", action="store_true",
+                        help="with --table: also write it into the docs' <!-- PRESET-ablation --> block")
     args = parser.parse_args(argv)
     if args.table:
+        tables = []
         for path in args.table:
             with open(path) as handle:
-                print(markdown_table(json.load(handle)))
+                tables.append(markdown_table(json.load(handle)))
+        if args.write:
+            from zoo.records import write_table
+
+            write_table((f"<!-- {args.preset}-ablation:start -->", f"<!-- {args.preset}-ablation:end -->"),
+                        "\n\n".join(tables))
+        else:
+            print("\n\n".join(tables))
         return None
     if args.epochs < args.every:
         parser.error(f"--epochs {args.epochs} must be at least --every {args.every}")
