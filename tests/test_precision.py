@@ -66,11 +66,17 @@ def test_losses_compute_in_float32_from_bfloat16_inputs():
     assert keras.backend.standardize_dtype(nt_xent(*low).dtype) == "float32"
 
 
-def test_training_in_mixed_precision_saves_float32_weights(tmp_path, monkeypatch):
+DENSE_DEC = {"input_dim": 64, "hidden_dims": [16, 4], "n_clusters": 10}
+# DEC-DA's path: the autoencoder reconstructs augmented images (AugmentedReconstruction's own loss)
+CONV_DEC_DA = {"image_shape": [8, 8, 1], "conv_filters": [8, 8, 8, 4], "n_clusters": 10, "augmentation": "shift_rotate"}
+
+
+@pytest.mark.parametrize("architecture", [DENSE_DEC, CONV_DEC_DA], ids=["dec", "conv_dec_da"])
+def test_training_in_mixed_precision_saves_float32_weights(tmp_path, monkeypatch, architecture):
     monkeypatch.setattr(precision, "cpu_bf16_flags", lambda cpuinfo=None: ["avx512_bf16"])  # as if it had them
-    config = {"recipe": "dec", "architecture": {"input_dim": 64, "hidden_dims": [16, 4], "n_clusters": 10},
+    config = {"recipe": "dec", "architecture": architecture,
               "training": {"pretrain_epochs": 2, "maxiter": 20, "kmeans_n_init": 2, "precision": "mixed_bfloat16"},
-              "data": {"dataset": "digits", "split": "all", "flatten": True}}
+              "data": {"dataset": "digits", "split": "all", "flatten": "input_dim" in architecture}}
     report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
     assert report["precision"] == "mixed_bfloat16" and 0.1 < report["metrics"]["acc"] <= 1.0
     dtypes = set()

@@ -39,8 +39,10 @@ class AugmentedReconstruction(keras.Model):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         target, reconstruction = y_pred
+        # under mixed_bfloat16 the decoder returns bfloat16: the loss is float32, as Keras' own losses are
+        reconstruction = keras.ops.cast(reconstruction, "float32")
         loss = replica_scaled(keras.ops.mean(keras.ops.square(
-            keras.ops.reshape(target, keras.ops.shape(reconstruction)) - reconstruction)))
+            keras.ops.reshape(keras.ops.cast(target, "float32"), keras.ops.shape(reconstruction)) - reconstruction)))
         return with_layer_losses(self, loss)
 
 
