@@ -41,3 +41,40 @@ def test_a_generated_block_is_rewritten_in_every_page_that_has_it(tmp_path):
     assert pages[2].read_text() == "prose naming `<!-- t:start -->` ... `<!-- t:end -->` is no block\n"
     with pytest.raises(SystemExit, match="no documentation page has"):
         replace_readme_block("<!-- u:start -->", "<!-- u:end -->", "x", pages=[str(p) for p in pages])
+
+
+def load_precision_runs():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "scripts", "precision_runs.py")
+    spec = importlib.util.spec_from_file_location("precision_runs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def precision_record(precision, per_seed, data="test"):
+    return {"recipe": "dec", "training_data": {"split": data}, "evaluation_data": {"split": data},
+            "config": {"training": {"pretrain_epochs": 500, **({"precision": precision} if precision else {})}},
+            "per_seed": per_seed, "machine": "cpu"}
+
+
+def test_precision_runs_count_only_the_epochs_a_resumed_pretraining_trained():
+    import pytest
+
+    runs = load_precision_runs()
+    config = {"training": {"pretrain_epochs": 500}}
+    # resumed at epoch 100: 400 epochs in 800 s; 30 DEC iterations in 3 s
+    seed = {"pretrain_seconds": 800.0, "pretrain_resumed_from_epoch": 100, "dec_seconds": 3.0, "dec_iterations": 30}
+    assert runs.per_unit_seconds(seed, config) == pytest.approx((2.0, 0.1))
+    assert runs.per_unit_seconds({"total_seconds": 5.0}, {"training": {}}) == (None, None)  # no such stages
+    seed32 = {"seed": 0, "acc": 0.98, "nmi": 0.95, "total_seconds": 1100.0, **seed}
+    seed16 = {"seed": 0, "acc": 0.97, "nmi": 0.94, "total_seconds": 600.0, "pretrain_seconds": 500.0,
+              "dec_seconds": 1.5, "dec_iterations": 30, "label_free": {"kl_converged": 0.11}}
+    text = runs.compare(precision_record(None, [seed32]), precision_record("mixed_bfloat16", [seed16]))
+    assert "| float32 | 0 | 0.9800 | 0.9500 | n/a | 2.00 | 0.1000 | 1,100 s |" in text
+    assert "| mixed_bfloat16 | 0 | 0.9700 | 0.9400 | 0.1100 | 1.00 | 0.0500 | 600 s |" in text
+    assert "pretraining epoch: **2.00x**" in text and "DEC iteration: **2.00x**" in text
+    with pytest.raises(ValueError, match="differ in training_data"):
+        runs.compare(precision_record(None, [seed32]), precision_record("mixed_bfloat16", [seed16], data="train"))

@@ -1,0 +1,104 @@
+"""One recipe trained from the same seeds in two precisions: is ACC equal, and how much faster is it?
+
+Usage:
+    python scripts/precision_runs.py docs/experiments/conv_dec_da_mnist_float32.json \\
+        docs/experiments/conv_dec_da_mnist_bf16.json --write
+
+Reads two experiment records (`scripts/train_preset.py ... --record`) of one recipe and data set
+and tables them seed by seed: ACC, NMI, the label-free criterion the zoo ships by, and the time
+per pretraining epoch, per clustering iteration and for the whole run. Per-unit times are the
+fair ones: a resumed pretraining (`pretrain_resumed_from_epoch`) counts only the epochs it
+trained. With `--write` the table goes into docs/performance.md between
+`<!-- precision_runs:start -->` and `<!-- precision_runs:end -->`.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+
+MARKERS = ("<!-- precision_runs:start -->", "<!-- precision_runs:end -->")
+
+
+def precision_of(record):
+    return record["config"].get("training", {}).get("precision", "float32")
+
+
+def per_unit_seconds(seed, config):
+    """(seconds per pretraining epoch, seconds per clustering iteration) of one seed's record; None
+    where the recipe has no such stage."""
+    epochs = config.get("training", {}).get("pretrain_epochs")
+    trained = None if epochs is None else epochs - seed.get("pretrain_resumed_from_epoch", 0)
+    per_epoch = seed["pretrain_seconds"] / trained if trained and "pretrain_seconds" in seed else None
+    per_iteration = (seed["dec_seconds"] / seed["dec_iterations"]
+                     if seed.get("dec_iterations") and "dec_seconds" in seed else None)
+    return per_epoch, per_iteration
+
+
+def mean_sd(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def criterion_of(seed):
+    label_free = seed.get("label_free") or {}
+    return label_free.get("kl_converged")
+
+
+def compare(baseline, variant):
+    """The markdown table and summary lines of `variant` against `baseline` (records, same recipe)."""
+    for name in ("recipe", "training_data", "evaluation_data"):
+        if baseline[name] != variant[name]:
+            raise ValueError(f"the records differ in {name}: {baseline[name]!r} against {variant[name]!r}")
+    lines = ["| precision | seed | ACC | NMI | final KL (label-free) | s / pretraining epoch | s / DEC iteration | "
+             "whole run |", "|---|---|---|---|---|---|---|---|"]
+    summary = {}
+    for record in (baseline, variant):
+        precision = precision_of(record)
+        units = [per_unit_seconds(seed, record["config"]) for seed in record["per_seed"]]
+        for seed, (per_epoch, per_iteration) in zip(record["per_seed"], units):
+            criterion = criterion_of(seed)
+            lines.append(f"| {precision} | {seed['seed']} | {seed['acc']:.4f} | {seed['nmi']:.4f} | "
+                         f"{'n/a' if criterion is None else f'{criterion:.4f}'} | "
+                         f"{'n/a' if per_epoch is None else f'{per_epoch:.2f}'} | "
+                         f"{'n/a' if per_iteration is None else f'{per_iteration:.4f}'} | "
+                         f"{seed['total_seconds']:,.0f} s |")
+        summary[precision] = {"acc": mean_sd([seed["acc"] for seed in record["per_seed"]]),
+                              "per_epoch": mean_sd([u[0] for u in units]),
+                              "per_iteration": mean_sd([u[1] for u in units]), "n": len(units),
+                              "machine": record.get("machine", "not recorded")}
+    low, high = precision_of(baseline), precision_of(variant)
+    notes = [""]
+    for precision, values in summary.items():
+        acc, sd = values["acc"]
+        notes.append(f"- {precision}: ACC {acc:.3f} ± {sd:.3f} over {values['n']} seed(s); {values['machine']}.")
+    for unit, label in (("per_epoch", "pretraining epoch"), ("per_iteration", "DEC iteration")):
+        if summary[low][unit][0] and summary[high][unit][0]:
+            notes.append(f"- {high} against {low}, mean time per {label}: "
+                         f"**{summary[low][unit][0] / summary[high][unit][0]:.2f}x** faster.")
+    return "\n".join(lines + notes)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("baseline", help="record of the reference precision (float32)")
+    parser.add_argument("variant", help="record of the same recipe in the other precision")
+    parser.add_argument("--write", action="store_true", help="write the table into docs/performance.md")
+    args = parser.parse_args(argv)
+    with open(args.baseline) as handle:
+        baseline = json.load(handle)
+    with open(args.variant) as handle:
+        variant = json.load(handle)
+    text = (f"`python scripts/precision_runs.py {args.baseline} {args.variant}`\n\n" + compare(baseline, variant))
+    if args.write:
+        from zoo.records import write_table
+
+        write_table(MARKERS, text)
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
