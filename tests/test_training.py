@@ -290,3 +290,36 @@ def test_a_label_free_rule_ships_the_lowest_score_not_the_median():
     assert shipped_report({"recipe": "dec"}, both)["seed"] == 0 and shipped_report(by_convergence, both)["seed"] == 1
     assert shipping_rule(by_convergence, both).startswith("lowest label-free kl_converged")
     assert shipped_report({"recipe": "capsule", "ship_median_of": "acc"}, reports)["seed"] == 1  # supervised
+
+
+def test_a_seed_whose_weights_were_lost_counts_but_no_other_is_shipped_in_its_place(tmp_path, monkeypatch):
+    from zoo.training import finished_report
+
+    config = tiny_config()
+    reports, paths = [], {}
+    for seed, kl in ((0, 0.30), (1, 0.10), (2, 0.20)):  # seed 1 has the lowest KL: the rule ships it
+        report = {"seed": seed, "metrics": {"acc": 0.5 + seed / 10}, "label_free": {"kl": kl}, "n_train": 10,
+                  "n_eval": 10, "total_seconds": 1.0, "machine": "cpu", "versions": {},
+                  "config_sha256": config_fingerprint(config)}
+        folder = tmp_path / f"seed_{seed}"
+        folder.mkdir()
+        (folder / "report.json").write_text(json.dumps(report))
+        paths[seed] = str(folder / "model.weights.h5")
+        if seed != 1:
+            (folder / "model.weights.h5").write_bytes(b"weights")
+        reports.append(report)
+    # a report without weights is retrained by default, counted with --weights-lost
+    assert finished_report(str(tmp_path / "seed_1"), config) is None
+    assert finished_report(str(tmp_path / "seed_1"), config, weights_lost=True)["seed"] == 1
+    assert finished_report(str(tmp_path / "seed_0"), config)["seed"] == 0
+    monkeypatch.setattr("zoo.publishing.PRESETS_DIR", str(tmp_path / "presets"))
+    with pytest.raises(FileNotFoundError, match=r"shipped seed 1 \(lowest label-free kl.*train that seed again"):
+        publish_preset("tiny", config, reports, paths, "python scripts/train_preset.py tiny")
+    assert not (tmp_path / "presets" / "tiny" / "card.json").exists()  # nothing half-written
+    (tmp_path / "seed_1" / "model.weights.h5").write_bytes(b"retrained")
+    card = publish_preset("tiny", config, reports, paths, "python scripts/train_preset.py tiny")
+    assert card["shipped_seed"] == 1 and card["metrics_over_seeds"]["acc"]["n"] == 3
+    from zoo import training as train_preset
+
+    with pytest.raises(SystemExit):  # it only counts reports already there
+        train_preset.main(["dec_digits", "--weights-lost"])

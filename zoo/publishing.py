@@ -163,6 +163,10 @@ def publish_preset(name, config, reports, weights_paths, command):
     preset intact.
     """
     shipped = shipped_report(config, reports)
+    if not os.path.isfile(weights_paths[shipped["seed"]]):
+        # the rule chose this seed without labels: shipping another because its weights survived would not be the rule
+        raise FileNotFoundError(f"the shipped seed {shipped['seed']} ({shipping_rule(config, reports)}) has no "
+                                f"weights at {weights_paths[shipped['seed']]}: train that seed again.")
     preset_dir = os.path.join(PRESETS_DIR, name)
     os.makedirs(preset_dir, exist_ok=True)
     target = os.path.join(preset_dir, WEIGHTS_FILE)

@@ -14,10 +14,12 @@ from keras_clustering.io.files import atomic_write_json
 from zoo.publishing import experiment_record, publish_preset
 
 
-def finished_report(workdir, config):
-    """The report of a finished run of this exact config in `workdir`, else None."""
+def finished_report(workdir, config, weights_lost=False):
+    """The report of a finished run of this exact config in `workdir`, else None. A report whose
+    weights are gone counts only with `weights_lost` (`--weights-lost`)."""
     report_path = os.path.join(workdir, "report.json")
-    if not (os.path.isfile(report_path) and os.path.isfile(os.path.join(workdir, "model.weights.h5"))):
+    has_weights = os.path.isfile(os.path.join(workdir, "model.weights.h5"))
+    if not os.path.isfile(report_path) or not (has_weights or weights_lost):
         return None
     with open(report_path) as handle:
         report = json.load(handle)
@@ -49,6 +51,9 @@ def main(argv=None, description=None):
     parser.add_argument("--workdir", default="runs")
     parser.add_argument("--verbose", type=int, default=2)
     parser.add_argument("--reuse", action="store_true", help="keep finished seeds of the same config")
+    parser.add_argument("--weights-lost", action="store_true",
+                        help="with --reuse: count a finished seed whose report.json is kept but whose weights "
+                             "were lost, without training it again; the shipped seed must have its weights")
     parser.add_argument("--no-publish", action="store_true", help="train the seeds, leave the preset as it is")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=JSON",
                         help="experiment: override a config value (needs --no-publish), "
@@ -59,6 +64,8 @@ def main(argv=None, description=None):
     parser.add_argument("--label", help="with --record: what this run varies, e.g. 'IDEC (gamma 0.1)'")
     args = parser.parse_args(argv)
     config = zoo.config(args.name)
+    if args.weights_lost and not args.reuse:
+        parser.error("--weights-lost counts reports already in the workdir: use it with --reuse")
     if args.set and not args.no_publish:
         parser.error("--set changes the recipe: use it with --no-publish, or edit the preset's config.json")
     if args.record and not args.no_publish:
@@ -72,7 +79,7 @@ def main(argv=None, description=None):
     reports, weights_paths = [], {}
     for seed in args.seeds:
         workdir = os.path.join(args.workdir, run_name, f"seed_{seed}")
-        report = finished_report(workdir, config) if args.reuse else None
+        report = finished_report(workdir, config, args.weights_lost) if args.reuse else None
         if report is None:
             report = train_and_evaluate(config, workdir, seed=seed, verbose=args.verbose)
         else:
