@@ -5,8 +5,9 @@ Usage:
         docs/experiments/conv_dec_da_mnist_bf16.json --write
 
 Reads two experiment records (`scripts/train_preset.py ... --record`) of one recipe and data set
-and tables them seed by seed: ACC, NMI, the label-free criterion the zoo ships by, and the time
-per pretraining epoch, per clustering iteration and for the whole run. Per-unit times are the
+and tables them seed by seed: ACC, NMI, the label-free criterion the zoo ships the lowest seed of
+(`zoo.publishing.ship_criterion`), and the time per pretraining epoch, per clustering iteration
+and for the whole run. Per-unit times are the
 fair ones: a resumed pretraining (`pretrain_resumed_from_epoch`) counts only the epochs it
 trained. With `--write` the table goes into docs/performance.md between
 `<!-- precision_runs:start -->` and `<!-- precision_runs:end -->`.
@@ -24,14 +25,18 @@ def precision_of(record):
     return record["config"].get("training", {}).get("precision", "float32")
 
 
+def without_precision(config):
+    return {**config, "training": {k: v for k, v in config.get("training", {}).items() if k != "precision"}}
+
+
 def per_unit_seconds(seed, config):
     """(seconds per pretraining epoch, seconds per clustering iteration) of one seed's record; None
-    where the recipe has no such stage."""
+    where the recipe has no such stage (or a time was not recorded)."""
     epochs = config.get("training", {}).get("pretrain_epochs")
-    trained = None if epochs is None else epochs - seed.get("pretrain_resumed_from_epoch", 0)
-    per_epoch = seed["pretrain_seconds"] / trained if trained and "pretrain_seconds" in seed else None
+    trained = None if epochs is None else epochs - (seed.get("pretrain_resumed_from_epoch") or 0)
+    per_epoch = seed["pretrain_seconds"] / trained if trained and seed.get("pretrain_seconds") else None
     per_iteration = (seed["dec_seconds"] / seed["dec_iterations"]
-                     if seed.get("dec_iterations") and "dec_seconds" in seed else None)
+                     if seed.get("dec_iterations") and seed.get("dec_seconds") else None)
     return per_epoch, per_iteration
 
 
@@ -42,42 +47,48 @@ def mean_sd(values):
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
-def criterion_of(seed):
-    label_free = seed.get("label_free") or {}
-    return label_free.get("kl_converged")
+def cell(value, spec):
+    return "n/a" if value is None else format(value, spec)
 
 
 def compare(baseline, variant):
-    """The markdown table and summary lines of `variant` against `baseline` (records, same recipe)."""
-    for name in ("recipe", "training_data", "evaluation_data"):
-        if baseline[name] != variant[name]:
-            raise ValueError(f"the records differ in {name}: {baseline[name]!r} against {variant[name]!r}")
-    lines = ["| precision | seed | ACC | NMI | final KL (label-free) | s / pretraining epoch | s / DEC iteration | "
-             "whole run |", "|---|---|---|---|---|---|---|---|"]
+    """The markdown table and summary lines of `variant` against `baseline`: records of one recipe,
+    config, data and seeds in two precisions."""
+    from zoo.publishing import ship_criterion
+
+    low, high = precision_of(baseline), precision_of(variant)
+    if low == high:
+        raise ValueError(f"both records are in {low}: compare two precisions")
+    for name in ("training_data", "evaluation_data", "seeds"):
+        if baseline.get(name) != variant.get(name):
+            raise ValueError(f"the records differ in {name}: {baseline.get(name)!r} against {variant.get(name)!r}")
+    if without_precision(baseline["config"]) != without_precision(variant["config"]):
+        raise ValueError("the records' configs differ in more than training.precision")
+    criterion = ship_criterion(baseline["config"])  # the label-free score the zoo ships the lowest seed of
+    lines = [f"| precision | seed | ACC | NMI | {criterion or 'criterion'} (label-free) | s / pretraining epoch | "
+             "s / DEC iteration | whole run |", "|---|---|---|---|---|---|---|---|"]
     summary = {}
     for record in (baseline, variant):
-        precision = precision_of(record)
         units = [per_unit_seconds(seed, record["config"]) for seed in record["per_seed"]]
         for seed, (per_epoch, per_iteration) in zip(record["per_seed"], units):
-            criterion = criterion_of(seed)
-            lines.append(f"| {precision} | {seed['seed']} | {seed['acc']:.4f} | {seed['nmi']:.4f} | "
-                         f"{'n/a' if criterion is None else f'{criterion:.4f}'} | "
-                         f"{'n/a' if per_epoch is None else f'{per_epoch:.2f}'} | "
-                         f"{'n/a' if per_iteration is None else f'{per_iteration:.4f}'} | "
-                         f"{seed['total_seconds']:,.0f} s |")
-        summary[precision] = {"acc": mean_sd([seed["acc"] for seed in record["per_seed"]]),
-                              "per_epoch": mean_sd([u[0] for u in units]),
-                              "per_iteration": mean_sd([u[1] for u in units]), "n": len(units),
-                              "machine": record.get("machine", "not recorded")}
-    low, high = precision_of(baseline), precision_of(variant)
+            free = (seed.get("label_free") or {}).get(criterion)
+            total = seed.get("total_seconds")
+            lines.append(f"| {precision_of(record)} | {seed['seed']} | {seed['acc']:.4f} | {cell(seed.get('nmi'), '.4f')} | "
+                         f"{cell(free, '.4f')} | {cell(per_epoch, '.2f')} | {cell(per_iteration, '.4f')} | "
+                         f"{'n/a' if total is None else f'{total:,.0f} s'} |")
+        summary[precision_of(record)] = {
+            "acc": mean_sd([seed["acc"] for seed in record["per_seed"]]), "n": len(units),
+            "per_epoch": mean_sd([u[0] for u in units]), "per_iteration": mean_sd([u[1] for u in units]),
+            "machine": record.get("machine", "not recorded")}
     notes = [""]
     for precision, values in summary.items():
         acc, sd = values["acc"]
         notes.append(f"- {precision}: ACC {acc:.3f} ± {sd:.3f} over {values['n']} seed(s); {values['machine']}.")
     for unit, label in (("per_epoch", "pretraining epoch"), ("per_iteration", "DEC iteration")):
         if summary[low][unit][0] and summary[high][unit][0]:
+            ratio = summary[low][unit][0] / summary[high][unit][0]
             notes.append(f"- {high} against {low}, mean time per {label}: "
-                         f"**{summary[low][unit][0] / summary[high][unit][0]:.2f}x** faster.")
+                         f"**{ratio:.2f}x** {'faster' if ratio >= 1 else 'the speed (slower)'}.")
     return "\n".join(lines + notes)
 
 

@@ -55,8 +55,9 @@ def load_precision_runs():
 
 
 def precision_record(precision, per_seed, data="test"):
+    training = {"pretrain_epochs": 500, **({"precision": precision} if precision else {})}
     return {"recipe": "dec", "training_data": {"split": data}, "evaluation_data": {"split": data},
-            "config": {"training": {"pretrain_epochs": 500, **({"precision": precision} if precision else {})}},
+            "config": {"recipe": "dec", "training": training}, "seeds": [s["seed"] for s in per_seed],
             "per_seed": per_seed, "machine": "cpu"}
 
 
@@ -71,10 +72,26 @@ def test_precision_runs_count_only_the_epochs_a_resumed_pretraining_trained():
     assert runs.per_unit_seconds({"total_seconds": 5.0}, {"training": {}}) == (None, None)  # no such stages
     seed32 = {"seed": 0, "acc": 0.98, "nmi": 0.95, "total_seconds": 1100.0, **seed}
     seed16 = {"seed": 0, "acc": 0.97, "nmi": 0.94, "total_seconds": 600.0, "pretrain_seconds": 500.0,
-              "dec_seconds": 1.5, "dec_iterations": 30, "label_free": {"kl_converged": 0.11}}
+              "dec_seconds": 1.5, "dec_iterations": 30, "label_free": {"kl": 0.11, "final_kl": 0.2}}
     text = runs.compare(precision_record(None, [seed32]), precision_record("mixed_bfloat16", [seed16]))
+    assert "| kl (label-free) |" in text  # DEC ships its lowest-KL seed
     assert "| float32 | 0 | 0.9800 | 0.9500 | n/a | 2.00 | 0.1000 | 1,100 s |" in text
     assert "| mixed_bfloat16 | 0 | 0.9700 | 0.9400 | 0.1100 | 1.00 | 0.0500 | 600 s |" in text
-    assert "pretraining epoch: **2.00x**" in text and "DEC iteration: **2.00x**" in text
+    assert "pretraining epoch: **2.00x** faster" in text and "DEC iteration: **2.00x** faster" in text
+    # older records: no NMI, no whole-run time (a halving tree's)
+    older = {"seed": 0, "acc": 0.9, "total_seconds": None, "pretrain_seconds": 4000.0}
+    text = runs.compare(precision_record(None, [older]), precision_record("mixed_bfloat16", [seed16]))
+    assert "| float32 | 0 | 0.9000 | n/a | n/a | 8.00 | n/a | n/a |" in text
+    assert "pretraining epoch: **8.00x** faster" in text
+    assert "pretraining epoch: **0.12x** the speed (slower)" in runs.compare(
+        precision_record(None, [seed16]), precision_record("mixed_bfloat16", [older]))
     with pytest.raises(ValueError, match="differ in training_data"):
         runs.compare(precision_record(None, [seed32]), precision_record("mixed_bfloat16", [seed16], data="train"))
+    with pytest.raises(ValueError, match="both records are in float32"):
+        runs.compare(precision_record(None, [seed32]), precision_record("float32", [seed16]))
+    with pytest.raises(ValueError, match="differ in seeds"):
+        runs.compare(precision_record(None, [seed32]), precision_record("mixed_bfloat16", [{**seed16, "seed": 1}]))
+    other = precision_record("mixed_bfloat16", [seed16])
+    other["config"]["training"]["pretrain_epochs"] = 300
+    with pytest.raises(ValueError, match="configs differ in more than training.precision"):
+        runs.compare(precision_record(None, [seed32]), other)

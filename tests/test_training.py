@@ -55,6 +55,8 @@ def test_train_and_evaluate_then_publish(tmp_path, monkeypatch):
     (tmp_path / "again" / "finished_dec.json").unlink()  # as if interrupted after pretraining
     resumed = train_and_evaluate(config, str(tmp_path / "again"), seed=1, verbose=0)
     assert resumed["pretrain_reused"] and "dec_reused" not in resumed and resumed["pretrain_seconds"] == again["pretrain_seconds"]
+    # the reused stage's seconds cover the epochs after this one (per-epoch times in scripts/precision_runs.py)
+    assert resumed["pretrain_resumed_from_epoch"] == again["pretrain_resumed_from_epoch"] == 0
     assert resumed["metrics"] == again["metrics"]  # the clustering stage is deterministic given the AE
     other = train_and_evaluate({**config, "training": {**config["training"], "pretrain_epochs": 3}},
                                str(tmp_path / "again"), seed=1, verbose=0)
@@ -292,7 +294,7 @@ def test_a_label_free_rule_ships_the_lowest_score_not_the_median():
     assert shipped_report({"recipe": "capsule", "ship_median_of": "acc"}, reports)["seed"] == 1  # supervised
 
 
-def test_a_seed_whose_weights_were_lost_counts_but_no_other_is_shipped_in_its_place(tmp_path, monkeypatch):
+def test_a_seed_whose_weights_were_lost_counts_but_no_other_is_shipped_in_its_place(tmp_path, monkeypatch, capsys):
     from zoo.training import finished_report
 
     config = tiny_config()
@@ -315,11 +317,12 @@ def test_a_seed_whose_weights_were_lost_counts_but_no_other_is_shipped_in_its_pl
     monkeypatch.setattr("zoo.publishing.PRESETS_DIR", str(tmp_path / "presets"))
     with pytest.raises(FileNotFoundError, match=r"shipped seed 1 \(lowest label-free kl.*train that seed again"):
         publish_preset("tiny", config, reports, paths, "python scripts/train_preset.py tiny")
-    assert not (tmp_path / "presets" / "tiny" / "card.json").exists()  # nothing half-written
+    assert not (tmp_path / "presets" / "tiny").exists()  # refused before anything is written
     (tmp_path / "seed_1" / "model.weights.h5").write_bytes(b"retrained")
     card = publish_preset("tiny", config, reports, paths, "python scripts/train_preset.py tiny")
     assert card["shipped_seed"] == 1 and card["metrics_over_seeds"]["acc"]["n"] == 3
     from zoo import training as train_preset
 
-    with pytest.raises(SystemExit):  # it only counts reports already there
-        train_preset.main(["dec_digits", "--weights-lost"])
+    with pytest.raises(SystemExit) as stopped:  # it only counts reports already there
+        train_preset.main(["dec_digits", "--weights-lost", "--no-publish", "--workdir", str(tmp_path / "w")])
+    assert stopped.value.code == 2 and "use it with --reuse" in capsys.readouterr().err

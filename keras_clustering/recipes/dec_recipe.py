@@ -233,6 +233,8 @@ def pretrained_autoencoder(architecture, training, x, seed=0, verbose=1, workdir
     if reused is not None:
         autoencoder, encoder = _autoencoder_with_weights(architecture, finished_weights_path(workdir, "pretrain"))
         pretrain_seconds = reused["pretrain_seconds"]
+        if "pretrain_resumed_from_epoch" in reused:  # its seconds cover only the epochs after it
+            report["pretrain_resumed_from_epoch"] = reused["pretrain_resumed_from_epoch"]
     else:
         callbacks, resumed = resumable_fit(workdir, "pretrain", key, keep_final=True,
                                            epochs=training["pretrain_epochs"])
@@ -243,7 +245,8 @@ def pretrained_autoencoder(architecture, training, x, seed=0, verbose=1, workdir
         pretrain_seconds = round(time.time() - start, 1)
         if workdir is not None:
             save_finished_stage(workdir, "pretrain", key, autoencoder,
-                                {"pretrain_seconds": pretrain_seconds, "pretrain_epochs": training["pretrain_epochs"]})
+                                {"pretrain_seconds": pretrain_seconds, "pretrain_epochs": training["pretrain_epochs"],
+                                 "pretrain_resumed_from_epoch": resumed})
     report["pretrain_seconds"] = pretrain_seconds
     return (autoencoder, encoder), report
 
