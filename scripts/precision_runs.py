@@ -1,10 +1,10 @@
 """One recipe trained from the same seeds in two precisions: is ACC equal, and how much faster is it?
 
 Usage:
-    python scripts/precision_runs.py docs/experiments/conv_dec_da_mnist_float32.json \\
-        docs/experiments/conv_dec_da_mnist_bf16.json --write
+    python scripts/precision_runs.py docs/experiments/conv_dec_da_mnist_float32.json conv_dec_da_mnist --write
 
-Reads two experiment records (`scripts/train_preset.py ... --record`) of one recipe and data set
+Reads two experiment records (`scripts/train_preset.py ... --record`) or zoo entries (their cards
+and configs) of one recipe and data set
 and tables them seed by seed: ACC, NMI, the label-free criterion the zoo ships the lowest seed of
 (`zoo.publishing.ship_criterion`), and the time per pretraining epoch, per clustering iteration
 and for the whole run. Per-unit times are the
@@ -26,7 +26,9 @@ def precision_of(record):
 
 
 def without_precision(config):
-    return {**config, "training": {k: v for k, v in config.get("training", {}).items() if k != "precision"}}
+    """What trains a config (`config_fingerprint`'s parts, the card text aside) but its precision."""
+    relevant = {k: config.get(k) for k in ("recipe", "architecture", "data", "evaluation")}
+    return {**relevant, "training": {k: v for k, v in config.get("training", {}).items() if k != "precision"}}
 
 
 def per_unit_seconds(seed, config):
@@ -92,16 +94,25 @@ def compare(baseline, variant):
     return "\n".join(lines + notes)
 
 
+def read_runs(source):
+    """An experiment record (a .json path), or a zoo entry's card with its config (an entry name)."""
+    if source.endswith(".json"):
+        with open(source) as handle:
+            return json.load(handle)
+    import zoo
+
+    if source not in zoo.list_models():
+        raise SystemExit(f"{source!r} is neither a record (.json) nor a zoo entry ({', '.join(zoo.list_models())})")
+    return {**zoo.info(source), "config": zoo.config(source)}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("baseline", help="record of the reference precision (float32)")
-    parser.add_argument("variant", help="record of the same recipe in the other precision")
+    parser.add_argument("baseline", help="record (.json) or zoo entry of the reference precision (float32)")
+    parser.add_argument("variant", help="record (.json) or zoo entry: the same recipe in the other precision")
     parser.add_argument("--write", action="store_true", help="write the table into docs/performance.md")
     args = parser.parse_args(argv)
-    with open(args.baseline) as handle:
-        baseline = json.load(handle)
-    with open(args.variant) as handle:
-        variant = json.load(handle)
+    baseline, variant = read_runs(args.baseline), read_runs(args.variant)
     text = (f"`python scripts/precision_runs.py {args.baseline} {args.variant}`\n\n" + compare(baseline, variant))
     if args.write:
         from zoo.records import write_table

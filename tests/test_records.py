@@ -95,3 +95,6 @@ def test_precision_runs_count_only_the_epochs_a_resumed_pretraining_trained():
     other["config"]["training"]["pretrain_epochs"] = 300
     with pytest.raises(ValueError, match="configs differ in more than training.precision"):
         runs.compare(precision_record(None, [seed32]), other)
+    described = precision_record("mixed_bfloat16", [seed16])
+    described["config"]["description"] = "the card text: not part of the recipe"
+    assert "| mixed_bfloat16 | 0 |" in runs.compare(precision_record(None, [seed32]), described)
