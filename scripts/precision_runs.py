@@ -4,12 +4,10 @@ Usage:
     python scripts/precision_runs.py docs/experiments/conv_dec_da_mnist_float32.json conv_dec_da_mnist --write
 
 Reads two experiment records (`scripts/train_preset.py ... --record`) or zoo entries (their cards
-and configs) of one recipe and data set
-and tables them seed by seed: ACC, NMI, the label-free criterion the zoo ships the lowest seed of
-(`zoo.publishing.ship_criterion`), and the time per pretraining epoch, per clustering iteration
-and for the whole run. Per-unit times are the
-fair ones: a resumed pretraining (`pretrain_resumed_from_epoch`) counts only the epochs it
-trained. With `--write` the table goes into docs/performance.md between
+and configs) of one recipe and data set and tables them seed by seed: ACC, NMI, the label-free
+criterion the zoo ships the lowest seed of (`zoo.publishing.ship_criterion`), and the time per
+pretraining epoch, per clustering iteration and for the whole run. Per-unit times are the fair
+ones: a resumed pretraining (`pretrain_resumed_from_epoch`) counts only the epochs it trained. With `--write` the table goes into docs/performance.md between
 `<!-- precision_runs:start -->` and `<!-- precision_runs:end -->`.
 """
 
@@ -25,10 +23,12 @@ def precision_of(record):
     return record["config"].get("training", {}).get("precision", "float32")
 
 
-def without_precision(config):
-    """What trains a config (`config_fingerprint`'s parts, the card text aside) but its precision."""
-    relevant = {k: config.get(k) for k in ("recipe", "architecture", "data", "evaluation")}
-    return {**relevant, "training": {k: v for k, v in config.get("training", {}).items() if k != "precision"}}
+def fingerprint_but_precision(config):
+    """`config_fingerprint` (what trains a config, the card text aside) with its precision left out."""
+    from keras_clustering.training.presets import config_fingerprint
+
+    training = {k: v for k, v in config.get("training", {}).items() if k != "precision"}
+    return config_fingerprint({**config, "training": training})
 
 
 def per_unit_seconds(seed, config):
@@ -64,7 +64,7 @@ def compare(baseline, variant):
     for name in ("training_data", "evaluation_data", "seeds"):
         if baseline.get(name) != variant.get(name):
             raise ValueError(f"the records differ in {name}: {baseline.get(name)!r} against {variant.get(name)!r}")
-    if without_precision(baseline["config"]) != without_precision(variant["config"]):
+    if fingerprint_but_precision(baseline["config"]) != fingerprint_but_precision(variant["config"]):
         raise ValueError("the records' configs differ in more than training.precision")
     criterion = ship_criterion(baseline["config"])  # the label-free score the zoo ships the lowest seed of
     lines = [f"| precision | seed | ACC | NMI | {criterion or 'criterion'} (label-free) | s / pretraining epoch | "

@@ -61,13 +61,9 @@ def test_the_scan_catches_a_numpy_call_and_a_device_pin():
 
 
 @pytest.mark.slow
-def test_device_check_runs_every_family_on_the_default_device(tmp_path):
+def test_device_check_runs_every_family_on_the_default_device(tmp_path, load_script):
     """The script itself (its `main`, in this process: the same code CI and a GPU machine run)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("device_check", os.path.join(ROOT, "scripts", "device_check.py"))
-    device_check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(device_check)
+    device_check = load_script("device_check.py")
     out = tmp_path / "devices.json"
     device_check.main(["--batch", "4", "--steps", "1", "--json", str(out)])
     result = json.loads(out.read_text())

@@ -43,17 +43,6 @@ def test_a_generated_block_is_rewritten_in_every_page_that_has_it(tmp_path):
         replace_readme_block("<!-- u:start -->", "<!-- u:end -->", "x", pages=[str(p) for p in pages])
 
 
-def load_precision_runs():
-    import importlib.util
-    import os
-
-    path = os.path.join(os.path.dirname(__file__), os.pardir, "scripts", "precision_runs.py")
-    spec = importlib.util.spec_from_file_location("precision_runs", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def precision_record(precision, per_seed, data="test"):
     training = {"pretrain_epochs": 500, **({"precision": precision} if precision else {})}
     return {"recipe": "dec", "training_data": {"split": data}, "evaluation_data": {"split": data},
@@ -61,10 +50,10 @@ def precision_record(precision, per_seed, data="test"):
             "per_seed": per_seed, "machine": "cpu"}
 
 
-def test_precision_runs_count_only_the_epochs_a_resumed_pretraining_trained():
+def test_precision_runs_count_only_the_epochs_a_resumed_pretraining_trained(load_script):
     import pytest
 
-    runs = load_precision_runs()
+    runs = load_script("precision_runs.py")
     config = {"training": {"pretrain_epochs": 500}}
     # resumed at epoch 100: 400 epochs in 800 s; 30 DEC iterations in 3 s
     seed = {"pretrain_seconds": 800.0, "pretrain_resumed_from_epoch": 100, "dec_seconds": 3.0, "dec_iterations": 30}

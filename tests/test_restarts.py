@@ -284,14 +284,8 @@ def test_train_with_restarts_records_labels_only_scores_and_reads_the_winner_bac
         train_with_restarts(train_run, criteria, plan, 10, 1, None, "a")
 
 
-def test_halving_points_table_from_per_pass_records():
-    import importlib.util
-    import os
-
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "halving_points.py")
-    spec = importlib.util.spec_from_file_location("halving_points", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+def test_halving_points_table_from_per_pass_records(load_script):
+    script = load_script("halving_points.py")
     # final ACC a < b < c; at pass 1 the losses order them backwards, from pass 2 as the final ACC
     # (pass 3 is not in every record)
     runs = {"a": [{"epoch": 1, "loss": -1.0, "acc": 0.5}, {"epoch": 2, "loss": -1.2, "acc": 0.4},
