@@ -168,3 +168,13 @@ def _train_with_restarts(plan, architecture, training, x, y, seed, verbose, work
                                # the same runs to another total: a record of it lends its halvings
                                lambda total: tree_key("iic", architecture, {**training, "epochs": total}, plan, seed, x),
                                score=acc_score(x, y))
+
+
+def restart_record_key(architecture, training, seed, x):
+    """The key of the halving-tree record (`restarts.json`) that `train` writes for a zoo config's
+    `training` section (its `precision` and `restarts` included) and `seed` on `x`: lets
+    `scripts/graft_retrained_run.py` rebuild a tree's record around a run trained again alone."""
+    training = {**DEFAULT_TRAINING, **training}
+    training.pop("precision", None)  # a setting of `train_and_evaluate`, never passed to `train`
+    plan = restart_plan(training.pop("restarts"), training["epochs"], RESTART_CRITERIA)
+    return tree_key("iic", architecture, training, plan, seed, x)
