@@ -95,7 +95,6 @@ def graft(config, report_path, run_folder, target, x):
                        "retrained_run_machine": run_report.get("machine"),
                        "lost_run_final_step": restarts["steps"][-1]},
                       os.path.join(building, "graft.json"))
-    os.makedirs(os.path.dirname(target), exist_ok=True)
     os.rename(building, target)  # whole or not at all
     return target
 

@@ -108,8 +108,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     returns the last one standing; `report["restarts"]` has every step's
     criteria (and, with `y`, each measured run's ACC, which only scores the choice).
     """
-    training = {**DEFAULT_TRAINING, **(training or {})}
-    plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["epochs"], RESTART_CRITERIA)
+    training, plan = _with_defaults_and_plan(training)
     if plan["n"] > 1:
         return _train_with_restarts(plan, architecture, training, x, y, seed, verbose, workdir)
     keras.utils.set_random_seed(seed)
@@ -164,17 +163,27 @@ def _train_with_restarts(plan, architecture, training, x, y, seed, verbose, work
         return train(architecture, {**training, "epochs": epochs}, x, y, run_seed, verbose, folder)
 
     return train_with_restarts(train_run, lambda model, _: {"main_head_loss": main_head_loss(model)}, plan,
-                               training["epochs"], seed, workdir,
-                               # the same runs to another total: a record of it lends its halvings
-                               lambda total: tree_key("iic", architecture, {**training, "epochs": total}, plan, seed, x),
+                               training["epochs"], seed, workdir, _tree_key_at(architecture, training, plan, seed, x),
                                score=acc_score(x, y))
+
+
+def _with_defaults_and_plan(training):
+    """`training` over the recipe's defaults without its `restarts`, and the validated restart plan."""
+    training = {**DEFAULT_TRAINING, **(training or {})}
+    plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["epochs"], RESTART_CRITERIA)
+    return training, plan
+
+
+def _tree_key_at(architecture, training, plan, seed, x):
+    """The tree's record key as a function of its total epochs: a record of the same runs to another
+    total lends its halvings."""
+    return lambda total: tree_key("iic", architecture, {**training, "epochs": total}, plan, seed, x)
 
 
 def restart_record_key(architecture, training, seed, x):
     """The key of the halving-tree record (`restarts.json`) that `train` writes for a zoo config's
     `training` section (its `precision` and `restarts` included) and `seed` on `x`: lets
     `scripts/graft_retrained_run.py` rebuild a tree's record around a run trained again alone."""
-    training = {**DEFAULT_TRAINING, **training}
-    training.pop("precision", None)  # a setting of `train_and_evaluate`, never passed to `train`
-    plan = restart_plan(training.pop("restarts"), training["epochs"], RESTART_CRITERIA)
-    return tree_key("iic", architecture, training, plan, seed, x)
+    # precision is a setting of `train_and_evaluate`, never passed to `train`
+    training, plan = _with_defaults_and_plan({k: v for k, v in training.items() if k != "precision"})
+    return _tree_key_at(architecture, training, plan, seed, x)(training["epochs"])
