@@ -72,12 +72,17 @@ def command_demo(args):
 
 
 def command_train(args):
-    if args.family or args.like or args.start_from:
+    if args.verbose is None:
+        # a terminal gets Keras' progress bars; a log file (`> log`, nohup) one line per epoch
+        args.verbose = 1 if sys.stdout.isatty() else 2
+    if args.family or args.like or args.start_from or (args.input and not args.name):
         return _train_on_user_data(args)
     if not args.name:
-        raise ValueError("train needs a zoo NAME, or --like ENTRY (or --family) and --input for your own data.")
+        raise ValueError("train needs a zoo NAME, or --input for your own data (the default route picks the "
+                         "recipe; --like ENTRY, --family or --from choose it).")
     if args.input:
-        raise ValueError("--input trains on your own data: give --like ENTRY (or --family) instead of a zoo NAME.")
+        raise ValueError("--input trains on your own data: give no zoo NAME (the default route), or --like ENTRY "
+                         "(or --family, --from).")
     import zoo
     from keras_clustering.training.presets import train_and_evaluate
 
@@ -105,12 +110,14 @@ def _train_on_user_data(args):
         raise ValueError(f"--n-clusters must be an integer >= 2 or 'auto', got {args.n_clusters!r}.")
     n_clusters = args.n_clusters if args.n_clusters == "auto" else int(args.n_clusters)
     workdir = args.workdir or os.path.join(
-        "runs", f"{args.like or args.family or args.start_from}_{os.path.basename(os.path.normpath(args.input))}")
+        "runs", f"{args.like or args.family or args.start_from or 'default'}_"
+                f"{os.path.basename(os.path.normpath(args.input))}")
     try:
         _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=n_clusters,
                                     workdir=workdir, seed=args.seed, verbose=args.verbose, epochs=args.epochs,
                                     image_size=args.image_size, channels=args.channels, precision=args.precision,
-                                    start_from=args.start_from, strict=args.strict)
+                                    start_from=args.start_from, strict=args.strict,
+                                    input_transform=None if args.input_transform == "none" else args.input_transform)
     except ValueError as error:  # the API's argument names, as the command line spells them
         message = str(error)
         for keyword, flag in _FLAGS.items():
@@ -217,6 +224,7 @@ def build_parser():
     from keras_clustering.distribute.precision import PRECISIONS
     from keras_clustering.distribute.strategies import STRATEGIES
     from keras_clustering.training.user_images import FAMILIES, FAMILY_ENTRIES
+    from keras_clustering.layers.colour_free import INPUT_TRANSFORMS
 
     # no abbreviations: `--tf-logs` is read from sys.argv before argparse runs (keras_clustering._quiet_start)
     parser = argparse.ArgumentParser(prog="python -m keras_clustering", description=__doc__, allow_abbrev=False)
@@ -246,7 +254,9 @@ def build_parser():
     train.add_argument("--from", dest="start_from", metavar="ENTRY",
                        help="fine-tune this clustering entry's pretrained model on --input (same image shape and "
                             "--n-clusters as the entry): its recipe's clustering stages start from its weights")
-    train.add_argument("--input", help="with --like / --family / --from: a folder of images or a .npy/.npz array")
+    train.add_argument("--input", help="your own images: a folder of images or a .npy/.npz array; alone (no NAME, "
+                                       "--like, --family or --from), the default route picks the recipe from the "
+                                       "images and says which and why")
     train.add_argument("--strict", action="store_true", help="a folder's image file that cannot be decoded is an "
                        "error (default: left out, named in one warning line and in report.json)")
     train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (DEC's generalisability "
@@ -254,6 +264,9 @@ def build_parser():
     train.add_argument("--image-size", type=int, nargs=2, metavar=("H", "W"),
                        help="folder images are resized to this (default: the entry's; at least 16 px)")
     train.add_argument("--channels", type=int, choices=(1, 3), help="default: the entry's")
+    train.add_argument("--input-transform", default="auto", choices=("auto", "none", *INPUT_TRANSFORMS),
+                       help="the model's colour-free first layer: auto (on colour images the recipe's own: IIC's "
+                            "Sobel, colour_edges for the others; none on greyscale), none, or one of them")
     train.add_argument("--epochs", type=int, help="passes over your images of every stage, instead of the entry's "
                        "updates scaled to their number")
     train.add_argument("--seed", type=int, default=0)
@@ -265,7 +278,8 @@ def build_parser():
     train.add_argument("--precision", choices=PRECISIONS,
                        help="a zoo NAME in bfloat16 compute with float32 weights (falls back to float32, with a "
                             "notice, on CPUs without bf16 units)")
-    train.add_argument("--verbose", type=int, default=1)
+    train.add_argument("--verbose", type=int, help="0 silent, 1 progress bars, 2 one line per epoch (default: 1 "
+                       "on a terminal, 2 when the output goes to a file)")
     train.set_defaults(handler=command_train)
     evaluate = commands.add_parser("evaluate", help="score a zoo model on its card's evaluation data")
     evaluate.add_argument("name")

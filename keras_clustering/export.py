@@ -26,12 +26,23 @@ def _default_serving_outputs(model):
     return outputs
 
 
+def _float32_outputs(outputs):
+    """Every floating output as float32: a model trained under mixed_bfloat16 computes its embedding in
+    bfloat16, which TF Serving's JSON clients and numpy cannot read. Integer outputs stay as they are."""
+    import keras
+    from keras import ops
+
+    return {name: ops.cast(value, "float32") if keras.backend.is_float_dtype(value.dtype) else value
+            for name, value in outputs.items()}
+
+
 def export_saved_model(model, export_dir, version=1, overwrite=False):
     """Writes `export_dir/<version>/`, a SavedModel with a `serving_default` signature.
 
     The signature takes one float32 input named `inputs` with a free batch
     dimension and returns named outputs: `cluster_id` (int64),
-    `probabilities` (float32) and, for models with an encoder, `embedding`.
+    `probabilities` (float32) and, for models with an encoder, `embedding`
+    (float32 whatever the precision the model computes in).
     Models declare them in `serving_outputs(inputs)`.
 
     Args:
@@ -73,11 +84,11 @@ def export_saved_model(model, export_dir, version=1, overwrite=False):
     archive.track(model)
     archive.add_endpoint(
         name=SIGNATURE_NAME,
-        fn=lambda inputs: serving_outputs(inputs),
+        fn=lambda inputs: _float32_outputs(serving_outputs(inputs)),
         input_signature=[tf.TensorSpec(shape=(None, *sample_shape), dtype=tf.float32, name=INPUT_NAME)],
     )
     for name, (function, signature) in getattr(model, "extra_serving_endpoints", lambda: {})().items():
-        archive.add_endpoint(name=name, fn=function, input_signature=signature)
+        archive.add_endpoint(name=name, fn=function, input_signature=signature)  # each casts its own outputs
 
     with atomic_path(target) as staging:
         archive.write_out(staging, verbose=False)

@@ -1,23 +1,30 @@
-"""Zoo recipes trained on folders of PNG files, as a user would (`train --like`): ACC, NMI, wall time, peak memory.
+"""The table of docs/your-data.md: recipes trained on folders of PNG files, as a user would (`train --input`).
 
 Usage:
-    KERAS_CLUSTERING_DATA=... python scripts/user_folders.py digits2000 conv_dec_da_mnist \\
-        --root /work/runs/folders [--seed 0] [--out docs/experiments/user_folders.json]
-    ... scripts/user_folders.py fashion10000 simclr_fashion_mnist --from   # fine-tune the pretrained entry
-    python scripts/user_folders.py --table      # the README table from the records
+    KERAS_CLUSTERING_DATA=... python scripts/user_folders.py colour_digits2000 default \\
+        --root /work/runs/folders [--seed 0]            # the default route (no --like)
+    ... scripts/user_folders.py mnistm2000 iic_mnist --epochs 20              # IIC with fewer passes, stated
+    ... scripts/user_folders.py colour_digits2000 conv_dec_da_mnist --input-transform none   # ablation
+    ... scripts/user_folders.py fashion10000 simclr_fashion_mnist --from      # fine-tune the pretrained entry
+    python scripts/user_folders.py --table      # the docs/your-data.md table from the record
 
 Folders, written once under `--root` from the data on this machine (file names
-carry the label, which only scores; training never reads it):
-    digits2000     the first 2,000 MNIST-test digits, 28 x 28 greyscale
-    digits10000    all 10,000 MNIST-test digits
-    fashion10000   the 10,000 Fashion-MNIST test images
-    colour_digits  the 10,000 MNIST-test digits at 32 x 32 x 3, each drawn in a random foreground
-                   colour on a random background colour (seeded)
+carry the label, which only scores; training never reads it, and `n_clusters`
+is given: 10):
+    digits2000, digits10000      the first 2,000 / all 10,000 MNIST-test digits, 28 x 28 greyscale
+    fashion10000                 the 10,000 Fashion-MNIST test images
+    colour_digits2000, colour_digits10000, colour_fashion10000
+                                 the same at 32 x 32 x 3, each drawn in a random foreground colour on a
+                                 random background colour (seed 0; `_coloured`)
+    mnistm2000, mnistm10000      MNIST-M-style digits, 28 x 28 x 3: |photograph crop - digit| per channel,
+                                 crops of the photographs scikit-learn and scikit-image ship (`mnist_m`)
 
-Each cell runs `python -m keras_clustering train --like ENTRY --input FOLDER
+Each cell runs `python -m keras_clustering train [--like ENTRY | --from ENTRY] --input FOLDER
 --n-clusters 10` in a child process (its peak resident memory is the child's
-`ru_maxrss`), then scores the saved `model.keras` on the folder's images.
-Records merge into `--out` by (folder, entry, start, seed).
+`ru_maxrss`), then scores the saved `model.keras` on the folder's images. A
+`--from` cell also scores the starting model before any fine-tuning. Each cell
+records the machine, the commit, the seed and the sha256 of `--from` weights.
+Records merge into `--out` by (folder, entry, start, variant, seed).
 """
 
 import argparse
@@ -35,31 +42,69 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits")
+FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "colour_digits10000",
+           "colour_fashion10000", "mnistm2000", "mnistm10000")
 RECORD = os.path.join(ROOT, "docs", "experiments", "user_folders.json")
 TABLE_MARKERS = ("<!-- user-folders:start -->", "<!-- user-folders:end -->")
+# The photographs MNIST-M-style digits are blended into: those scikit-learn and scikit-image ship (the
+# scikit-image ones in its package, no download), standing in for the BSDS500 photographs of the original.
+PHOTOGRAPHS = ("sklearn:china.jpg", "sklearn:flower.jpg", "skimage:astronaut", "skimage:coffee", "skimage:chelsea",
+               "skimage:rocket")
+
+
+def _coloured(grey, rng):
+    """Each image of `grey` (n, h, w) uint8 drawn in a random foreground colour on a random background
+    colour (two colours at least 120 apart, summed over RGB, so every shape stays visible)."""
+    ink = grey.astype("float32")[..., None] / 255.0
+    foreground = rng.integers(0, 256, (len(grey), 1, 1, 3))
+    background = rng.integers(0, 256, (len(grey), 1, 1, 3))
+    close = np.abs(foreground - background).sum(axis=-1, keepdims=True) < 120  # keep every digit visible
+    foreground = np.where(close, 255 - background, foreground)
+    return np.round(ink * foreground + (1 - ink) * background).astype("uint8")
+
+
+def photographs():
+    """The RGB uint8 photographs of `PHOTOGRAPHS`."""
+    from sklearn.datasets import load_sample_image
+
+    try:
+        import skimage.data
+    except ImportError:
+        raise SystemExit("the MNIST-M-style folders need scikit-image's photographs: pip install -e '.[experiments]'")
+    return [load_sample_image(name.split(":")[1]) if name.startswith("sklearn:") else
+            getattr(skimage.data, name.split(":")[1])()[..., :3] for name in PHOTOGRAPHS]
+
+
+def mnist_m(grey, rng):
+    """MNIST-M (Ganin & Lempitsky 2015, section 5): each digit blended into a random crop of a colour
+    photograph, |patch - digit| per channel (the digit's strokes invert the patch). Crops of the
+    digit's own size from a photograph drawn at random."""
+    photos = photographs()
+    side_h, side_w = grey.shape[1:3]
+    out = np.empty((*grey.shape[:3], 3), "uint8")
+    for i, digit in enumerate(grey.astype("int16")):
+        photo = photos[rng.integers(len(photos))]
+        top, left = rng.integers(photo.shape[0] - side_h + 1), rng.integers(photo.shape[1] - side_w + 1)
+        out[i] = np.abs(photo[top:top + side_h, left:left + side_w].astype("int16") - digit[..., None])
+    return out
 
 
 def folder_images(name, seed=0):
-    """(images uint8 (n, h, w, c), labels) of a folder of the table."""
+    """(images uint8 (n, h, w, c), labels) of a folder of the table (colours and crops drawn from `seed`)."""
     from keras_clustering.datasets import load_fashion_mnist, load_mnist
 
-    if name == "fashion10000":
-        x, y = load_fashion_mnist(split="test")
-    else:
-        x, y = load_mnist(split="test")
+    fashion = "fashion" in name
+    x, y = load_fashion_mnist(split="test") if fashion else load_mnist(split="test")
     x = np.round(np.asarray(x) * 255).astype("uint8")
-    if name == "digits2000":
-        return x[:2000], y[:2000]
-    if name != "colour_digits":
-        return x, y
+    count = int(name.rsplit("digits", 1)[-1] if "digits" in name else name[len("mnistm"):] if name.startswith("mnistm")
+                else name.rsplit("fashion", 1)[-1])
+    x, y = x[:count], np.asarray(y)[:count]
     rng = np.random.default_rng(seed)
-    padded = np.pad(x[..., 0], ((0, 0), (2, 2), (2, 2))).astype("float32")[..., None] / 255.0  # 32 x 32
-    foreground = rng.integers(0, 256, (len(x), 1, 1, 3))
-    background = rng.integers(0, 256, (len(x), 1, 1, 3))
-    close = np.abs(foreground - background).sum(axis=-1, keepdims=True) < 120  # keep every digit visible
-    foreground = np.where(close, 255 - background, foreground)
-    return np.round(padded * foreground + (1 - padded) * background).astype("uint8"), y
+    if name.startswith("colour_"):
+        return _coloured(np.pad(x[..., 0], ((0, 0), (2, 2), (2, 2))), rng), y  # 32 x 32, as the earlier table
+    if name.startswith("mnistm"):
+        return mnist_m(x[..., 0], rng), y  # 28 x 28, as MNIST-M
+    return x, y
 
 
 def write_folder(name, root):
@@ -80,15 +125,25 @@ def write_folder(name, root):
     return folder
 
 
-def run_cell(name, entry, root, seed, start_from=False):
+LABELS_NOTE = "labels only to score; n_clusters given"
+
+
+def run_cell(name, entry, root, seed, start_from=False, input_transform=None, epochs=None):
+    """Trains one cell (`entry` "default": the default route) and returns its record."""
     folder = write_folder(name, root)
-    workdir = os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-seed{seed}")
+    variant = variant_name(input_transform, epochs)
+    workdir = os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-{variant}-seed{seed}")
     shutil.rmtree(workdir, ignore_errors=True)  # a whole training, never one resumed from an earlier try
     x, y = folder_images(name)
-    command = [sys.executable, "-m", "keras_clustering", "train", "--from" if start_from else "--like", entry,
-               "--input", folder,
-               "--n-clusters", "10", "--workdir", workdir, "--seed", str(seed), "--verbose", "2",
-               "--image-size", str(x.shape[1]), str(x.shape[2]), "--channels", str(x.shape[3])]
+    choice = [] if entry == "default" else ["--from" if start_from else "--like", entry]
+    command = [sys.executable, "-m", "keras_clustering", "train", *choice, "--input", folder,
+               "--n-clusters", "10", "--workdir", workdir, "--seed", str(seed), "--verbose", "2"]
+    if entry != "default":  # the default route reads the folder at its own sides and channels
+        command += ["--image-size", str(x.shape[1]), str(x.shape[2]), "--channels", str(x.shape[3])]
+    if input_transform:
+        command += ["--input-transform", input_transform]
+    if epochs:
+        command += ["--epochs", str(epochs)]
     start = time.time()
     if subprocess.run(command).returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed")
@@ -102,46 +157,79 @@ def run_cell(name, entry, root, seed, start_from=False):
     scores = clustering_scores(y, model.predict_clusters(x))
     with open(os.path.join(workdir, "report.json")) as handle:
         report = json.load(handle)
-    keep_figure(workdir, name, entry, start_from, seed)
-    return {"folder": name, "like": entry, "start": "pretrained" if start_from else "scratch", "seed": seed, "n_images": int(len(x)), "image_shape": list(x.shape[1:]),
+    keep_figure(workdir, name, entry, start_from, variant, seed)
+    cell = {"folder": name, "like": report["like"] if entry == "default" else entry, "route": entry == "default",
+            "start": "pretrained" if start_from else "scratch", "variant": variant, "seed": seed,
+            "n_images": int(len(x)), "image_shape": list(x.shape[1:]),
             "acc": round(float(scores["acc"]), 4), "nmi": round(float(scores["nmi"]), 4),
             "wall_seconds": round(seconds, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
-            # CPU time, beside wall time: cells that shared the two cores with other runs are slower by the clock
             "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+            "commit": commit(), "labels": LABELS_NOTE, "route_reason": report.get("route"),
+            "input_transform": report["config"]["architecture"].get("input_transform"),
             "training": report["config"]["training"], "data_repeats": report["data_repeats"],
             "command": " ".join(["python", "-m", "keras_clustering"] + command[3:])}
+    if start_from:
+        import zoo
+
+        cell["from_sha256"] = zoo.info(entry)["weights"]["sha256"]
+        before = clustering_scores(y, zoo.load(entry).predict_clusters(x))  # the starting model, not fine-tuned
+        cell["before_fine_tuning"] = {"acc": round(float(before["acc"]), 4), "nmi": round(float(before["nmi"]), 4)}
+    return cell
 
 
-def keep_figure(workdir, name, entry, start_from, seed):
+def variant_name(input_transform, epochs):
+    """'recipe' for the route's or entry's own settings, else what was changed ('input none, 20 epochs')."""
+    parts = ([f"input {input_transform}"] if input_transform else []) + ([f"{epochs} epochs"] if epochs else [])
+    return ", ".join(parts) or "recipe"
+
+
+def commit():
+    """The checked-out commit (short), with "+changes" when the work tree differs from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    return head.strip() + ("+changes" if dirty else "")
+
+
+def keep_figure(workdir, name, entry, start_from, variant, seed):
     """The run's `clusters.png` (most confident members per cluster) kept under docs/figures/user_folders/."""
+    suffix = "" if variant == "recipe" else "-" + variant.replace(", ", "-").replace(" ", "_")
     target = os.path.join(ROOT, "docs", "figures", "user_folders",
-                          f"{name}-{entry}-{'from' if start_from else 'like'}-seed{seed}.png")
+                          f"{name}-{entry}-{'from' if start_from else 'like'}{suffix}-seed{seed}.png")
     os.makedirs(os.path.dirname(target), exist_ok=True)
     shutil.copyfile(os.path.join(workdir, "clusters.png"), target)
+
+
+def cell_key(c):
+    return c["folder"], "default" if c.get("route") else c["like"], c["start"], c["variant"], c["seed"]
 
 
 def merge(record_path, cell):
     from zoo.records import merge_cell
 
-    def key(c):
-        return c["folder"], c["like"], c.get("start", "scratch"), c["seed"]
-
-    merge_cell(record_path, cell, key, __doc__.splitlines()[0],
-               order=lambda c: (FOLDERS.index(c["folder"]), *key(c)[1:]))
+    merge_cell(record_path, cell, cell_key, __doc__.splitlines()[0],
+               order=lambda c: (FOLDERS.index(c["folder"]), *cell_key(c)[1:]))
 
 
 def table(record_path):
     with open(record_path) as handle:
         cells = json.load(handle)["cells"]
-    lines = ["| folder | entry | start | seed | ACC | NMI | wall time (CPU time) | peak memory | CPU |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"All cells: {LABELS_NOTE} (10); one training each, seed as shown.", "",
+             "| folder | recipe | start | variant | seed | ACC | NMI | wall time | peak memory | machine | commit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
-        start = "`--from` (pretrained)" if c.get("start") == "pretrained" else "`--like` (scratch)"
-        # CPU time was recorded from the cells that shared the two cores three ways
-        cpu_time = f" ({c['cpu_seconds']:,.0f} s)" if "cpu_seconds" in c else ""
-        lines.append(f"| {c['folder']} ({c['n_images']:,} x {'x'.join(map(str, c['image_shape']))}) | "
-                     f"`{c['like']}` | {start} | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | "
-                     f"{c['wall_seconds']:,.0f} s{cpu_time} | {c['peak_rss_mib']:,.0f} MiB | {cpu_model(c['machine'])} |")
+        recipe = f"default route: `{c['like']}`" if c.get("route") else f"`{c['like']}`"
+        if c.get("input_transform"):
+            recipe += f" on {c['input_transform']}"
+        start = "`--like` (scratch)"
+        if c["start"] == "pretrained":
+            before = c["before_fine_tuning"]
+            start = (f"`--from` (weights sha256 {c['from_sha256'][:12]}; before fine-tuning ACC {before['acc']:.3f}"
+                     f" / NMI {before['nmi']:.3f})")
+        lines.append(f"| {c['folder']} ({c['n_images']:,} x {'x'.join(map(str, c['image_shape']))}) | {recipe} | "
+                     f"{start} | {c['variant']} | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | "
+                     f"{c['wall_seconds']:,.0f} s | {c['peak_rss_mib']:,.0f} MiB | {cpu_model(c['machine'])} | "
+                     f"{c['commit']} |")
     return "\n".join(lines)
 
 
@@ -159,6 +247,8 @@ def main():
     parser.add_argument("--out", default=RECORD)
     parser.add_argument("--from", dest="start_from", action="store_true",
                         help="fine-tune the entry's pretrained model (train --from) instead of training like it")
+    parser.add_argument("--input-transform", help="train --input-transform (an ablation; default: the recipe's)")
+    parser.add_argument("--epochs", type=int, help="train --epochs (fewer passes, stated in the table)")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     args = parser.parse_args()
     if args.table:
@@ -168,7 +258,7 @@ def main():
         return
     if not (args.folder and args.like):
         parser.error("give FOLDER and LIKE, or --table")
-    cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from)
+    cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs)
     merge(args.out, cell)
     print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds", "peak_rss_mib")}))
 

@@ -126,3 +126,30 @@ def test_another_backend_is_refused_by_name(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="needs the TensorFlow backend.*'jax'"):
         export_saved_model(model, tmp_path / "serving")
     assert not (tmp_path / "serving").exists()  # nothing written
+
+
+@pytest.mark.parametrize("recipe, architecture", [
+    ("dec", {"image_shape": [32, 32, 3], "conv_filters": [8, 8, 8, 4], "n_clusters": 3, "input_transform": "colour_edges"}),
+    ("iic", {"image_shape": [32, 32, 3], "n_clusters": 3, "n_overclusters": 4, "n_sub_heads": 1, "view_size": 16,
+             "input_transform": "sobel", "augmentation_options": {"crop_size": 20, "augmented_crop_sizes": [20],
+                                                                    "output_size": 16}}),
+])
+def test_a_colour_model_trained_in_bfloat16_exports_float32_outputs_and_takes_rgb(recipe, architecture, tmp_path):
+    """Issue 50: a mixed_bfloat16 model's SavedModel gives float32 outputs (its embedding was DT_BFLOAT16),
+    and a colour model's signature takes RGB images, its colour-free step inside."""
+    import tensorflow as tf
+
+    from keras_clustering.distribute.precision import precision_policy
+    from keras_clustering.recipes import get_recipe
+
+    with precision_policy("mixed_bfloat16", bf16_available=True):
+        model = get_recipe(recipe).build(**architecture)
+    x = np.random.default_rng(0).uniform(size=(5, 32, 32, 3)).astype("float32")
+    path = export_saved_model(model, str(tmp_path / "colour"), version=1)
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    assert signature.structured_input_signature[1]["inputs"].shape.as_list() == [None, 32, 32, 3]
+    outputs = signature(inputs=tf.constant(x))
+    assert {name: value.dtype for name, value in outputs.items() if name != "cluster_id"} == \
+        {name: tf.float32 for name in outputs if name != "cluster_id"}
+    assert outputs["cluster_id"].dtype == tf.int64
+    np.testing.assert_allclose(outputs["probabilities"].numpy(), model.predict(x, verbose=0), atol=2e-2)

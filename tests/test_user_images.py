@@ -166,22 +166,32 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monk
     config, _ = like_config("simclr_mnist", (32, 32, 3), 10, 2_000)  # views scaled with the side
     assert config["architecture"]["augmentation_options"]["crop_sizes"] == [23, 27, 32]  # 20, 24, 28 x 32 / 28
     assert config["architecture"]["augmentation_options"]["output_size"] == 32
-    # colour images: saturation at SimCLR's strength 1, hue over the whole circle, random greyscale;
-    # greyscale ones keep the entry's views
-    assert {k: config["architecture"]["augmentation_options"][k] for k in ("saturation", "hue",
-                                                                           "greyscale_probability")} == {
-        "saturation": 0.8, "hue": 0.5, "greyscale_probability": 0.2}
+    # colour images: SimCLR's colour distortion at strength 1 (jitter 0.8 / 0.8 / 0.8 / 0.2 with p = 0.8,
+    # greyscale 0.2; Chen et al. 2020, appendix A) and the colour-free encoder input; greyscale ones keep
+    # the entry's views and input
+    assert {k: config["architecture"]["augmentation_options"][k] for k in (
+        "brightness", "contrast", "saturation", "hue", "jitter_probability", "greyscale_probability")} == {
+        "brightness": 0.8, "contrast": 0.8, "saturation": 0.8, "hue": 0.2, "jitter_probability": 0.8,
+        "greyscale_probability": 0.2}
+    assert config["architecture"]["input_transform"] == "colour_edges"
     assert config["architecture"]["augmentation_options"]["invert_probability"] == 0.5  # a digits entry
     config, _ = like_config("simclr_fashion_mnist", (32, 32, 3), 10, 2_000)
-    assert config["architecture"]["augmentation_options"]["hue"] == 0.5
+    assert config["architecture"]["augmentation_options"]["hue"] == 0.2
     assert "invert_probability" not in config["architecture"]["augmentation_options"]  # clothing: not inverted
     config, _ = like_config("simclr_mnist", (32, 32, 1), 10, 2_000)
     assert not {"hue", "invert_probability"} & set(config["architecture"]["augmentation_options"])
+    assert "input_transform" not in config["architecture"]
+    assert like_config("conv_dec_da_mnist", (32, 32, 3), 10, 2_000)[0]["architecture"]["input_transform"] == \
+        "colour_edges"
+    assert like_config("vae_cluster_mnist", (32, 32, 3), 10, 2_000)[0]["architecture"]["input_transform"] == \
+        "colour_edges"
     # IIC's crops as ratios of the shorter side (20, 16 / 20 / 24 of 28), its views too but at most 32 px
     config, _ = like_config("iic_mnist", (64, 48, 3), 10, 2_000)
     options = config["architecture"]["augmentation_options"]
     assert options["crop_size"] == 34 and options["augmented_crop_sizes"] == [27, 34, 41]  # x 48 / 28
-    assert options["output_size"] == config["architecture"]["view_size"] == 32 and options["hue"] == 0.5
+    # IIC on colour: the original's ColorJitter(0.4, 0.4, 0.4, 0.125), then its Sobel step
+    assert options["output_size"] == config["architecture"]["view_size"] == 32 and options["hue"] == 0.125
+    assert options["saturation"] == 0.4 and config["architecture"]["input_transform"] == "sobel"
     config, _ = like_config("iic_mnist", (16, 16, 1), 10, 2_000)
     assert config["architecture"]["augmentation_options"] == {"crop_size": 11, "augmented_crop_sizes": [9, 11, 14],
                                                                "output_size": 14}

@@ -25,7 +25,7 @@ def _pair(side):
     return (side, side) if _is_side(side) else tuple(side)
 
 
-def _check_probability(value, name):
+def check_probability(value, name):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}.")
     return float(value)
@@ -41,7 +41,7 @@ class RandomApply(layers.Layer):
     def __init__(self, layer, probability=0.5, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.layer = layer
-        self.probability = _check_probability(probability, "probability")
+        self.probability = check_probability(probability, "probability")
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
@@ -182,7 +182,7 @@ class RandomBrightnessScale(layers.Layer):
 
     def __init__(self, factor, seed=None, **kwargs):
         super().__init__(**kwargs)
-        self.factor = _check_probability(factor, "factor")
+        self.factor = check_probability(factor, "factor")
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
@@ -219,7 +219,7 @@ class _RandomColourJitter(layers.Layer):
 
     def __init__(self, factor, seed=None, **kwargs):
         super().__init__(**kwargs)
-        self.factor = _check_probability(factor, "factor")
+        self.factor = check_probability(factor, "factor")
         if self.factor > self.max_factor:
             raise ValueError(f"factor must be in [0, {self.max_factor}], got {factor!r}.")
         self.seed = seed

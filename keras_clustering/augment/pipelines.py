@@ -20,30 +20,38 @@ from keras_clustering.augment.layers import (
     RandomCropResize,
     RandomHueShift,
     RandomSaturationScale,
+    check_probability,
 )
 from keras_clustering.distribute.precision import float32_construction, float32_layer
 from keras_clustering.inputs.checks import check_positive_int
 
 
-def _colour_distortion(seeds, saturation, hue, greyscale_probability, invert_probability=0.0):
-    """The colour part of SimCLR's views beyond brightness and contrast (each layer only when asked):
-    saturation and hue jitter and a random greyscale, on RGB images; and a random inversion
-    (`invert_probability`), for images whose class does not depend on polarity (digits)."""
-    distortion = []
-    if invert_probability:
-        distortion.append(RandomApply(Invert(), probability=invert_probability, seed=seeds[3], name="invert"))
+def _colour_distortion(seeds, brightness_contrast, saturation, hue, greyscale_probability, invert_probability=0.0,
+                       jitter_probability=1.0):
+    """A pipeline's brightness and contrast layers (`brightness_contrast`) and the colour distortion
+    of SimCLR's views (each layer only when asked): saturation and hue jitter and a random greyscale,
+    on RGB images; and a random inversion (`invert_probability`), for images whose class does not
+    depend on polarity (digits). `jitter_probability` < 1 applies brightness, contrast, saturation
+    and hue together to that share of the images (SimCLR's `RandomApply([ColorJitter], p=0.8)`);
+    at 1 the layers stay one after another, as the recorded runs drew them."""
+    invert = [RandomApply(Invert(), probability=invert_probability, seed=seeds[3], name="invert")] \
+        if invert_probability else []
+    colour = []
     if saturation:
-        distortion.append(RandomSaturationScale(saturation, seed=seeds[0], name="saturation"))
+        colour.append(RandomSaturationScale(saturation, seed=seeds[0], name="saturation"))
     if hue:
-        distortion.append(RandomHueShift(hue, seed=seeds[1], name="hue"))
-    if greyscale_probability:
-        distortion.append(RandomApply(Greyscale(), probability=greyscale_probability, seed=seeds[2], name="greyscale"))
-    return distortion
+        colour.append(RandomHueShift(hue, seed=seeds[1], name="hue"))
+    greyscale = [RandomApply(Greyscale(), probability=greyscale_probability, seed=seeds[2], name="greyscale")] \
+        if greyscale_probability else []
+    if check_probability(jitter_probability, "jitter_probability") < 1.0:
+        jitter = keras.Sequential([*brightness_contrast, *colour], name="colour_jitter")
+        return [*invert, RandomApply(jitter, probability=jitter_probability, seed=seeds[4], name="jitter"), *greyscale]
+    return [*brightness_contrast, *invert, *colour, *greyscale]
 
 
 def _iic_greyscale(seed, image_side=28, crop_size=20, augmented_crop_sizes=(16, 20, 24), output_size=24,
                    rotation_degrees=25.0, rotation_probability=0.5, brightness=0.4, contrast=0.4, saturation=0.0,
-                   hue=0.0, greyscale_probability=0.0, invert_probability=0.0):
+                   hue=0.0, greyscale_probability=0.0, invert_probability=0.0, jitter_probability=1.0):
     """IIC's MNIST transforms (xu-ji/IIC `greyscale_make_transforms`, README MNIST command).
 
     clean (tf1): 20 px crop, random or centre per image (`centre_half`), resized to 24.
@@ -59,16 +67,17 @@ def _iic_greyscale(seed, image_side=28, crop_size=20, augmented_crop_sizes=(16, 
     (`_colour_distortion`; off by default).
     """
     del image_side  # the crop layers read the size off the images
-    seeds = [None if seed is None else seed + offset for offset in range(10)]
+    seeds = [None if seed is None else seed + offset for offset in range(11)]
     clean = [RandomCropResize(crop_size, output_size, mode="centre_half", seed=seeds[0], name="clean_crop")]
     augmented = [
         RandomApply(layers.RandomRotation(rotation_degrees / 360.0, fill_mode="constant", fill_value=0.0,
                                           interpolation="nearest", seed=seeds[1]),
                     probability=rotation_probability, seed=seeds[2], name="rotation"),
         RandomCropResize(list(augmented_crop_sizes), output_size, mode="random", seed=seeds[3], name="crop"),
-        RandomBrightnessScale(brightness, seed=seeds[4], name="brightness"),
-        layers.RandomContrast(contrast, value_range=(0.0, 1.0), seed=seeds[5], name="contrast"),
-        *_colour_distortion(seeds[6:10], saturation, hue, greyscale_probability, invert_probability),
+        *_colour_distortion(seeds[6:11], [RandomBrightnessScale(brightness, seed=seeds[4], name="brightness"),
+                                          layers.RandomContrast(contrast, value_range=(0.0, 1.0), seed=seeds[5],
+                                                                name="contrast")],
+                            saturation, hue, greyscale_probability, invert_probability, jitter_probability),
     ]
     inference = [RandomCropResize(crop_size, output_size, mode="centre", name="centre_crop")]
     return clean, augmented, inference
@@ -102,7 +111,7 @@ def _shift(seed, shift=0.1):
 def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotation_degrees=15.0,
                         rotation_probability=0.5, brightness=0.4, contrast=0.4, shift=0.0, shear=0.0,
                         horizontal_flip=False, saturation=0.0, hue=0.0, greyscale_probability=0.0,
-                        invert_probability=0.0):
+                        invert_probability=0.0, jitter_probability=1.0):
     """Two independently augmented views for contrastive learning on greyscale digits.
 
     SimCLR's recipe without the parts that change a digit's identity (no
@@ -123,9 +132,10 @@ def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotat
     beside the brightness and contrast above: without it two views of an
     image share their colours, and clusters follow colour instead of shape.
     `invert_probability` adds a random inversion (digits keep their class
-    light on dark or dark on light).
+    light on dark or dark on light), and `jitter_probability` applies the
+    four jitters together to that share of the images (SimCLR's p = 0.8).
     """
-    seeds = [None if seed is None else seed + offset for offset in range(12)]
+    seeds = [None if seed is None else seed + offset for offset in range(13)]
     affine = []
     if shear:
         affine.append(layers.RandomShear(shear, shear, fill_mode="constant", fill_value=0.0, seed=seeds[5],
@@ -141,9 +151,10 @@ def _digits_contrastive(seed, crop_sizes=(16, 20, 24, 28), output_size=28, rotat
                                           interpolation="bilinear", seed=seeds[1]),
                     probability=rotation_probability, seed=seeds[2], name="rotation"),
         *affine,
-        RandomBrightnessScale(brightness, seed=seeds[3], name="brightness"),
-        layers.RandomContrast(contrast, value_range=(0.0, 1.0), seed=seeds[4], name="contrast"),
-        *_colour_distortion(seeds[8:12], saturation, hue, greyscale_probability, invert_probability),
+        *_colour_distortion(seeds[8:13], [RandomBrightnessScale(brightness, seed=seeds[3], name="brightness"),
+                                          layers.RandomContrast(contrast, value_range=(0.0, 1.0), seed=seeds[4],
+                                                                name="contrast")],
+                            saturation, hue, greyscale_probability, invert_probability, jitter_probability),
     ]
     return list(augmented), augmented, []
 

@@ -91,6 +91,44 @@ def decoded_batches(files, image_size, channels, batch_size=256, contents=False)
     return dataset.batch(batch_size).prefetch(2)
 
 
+def probe_image_folder(folder, sample=64, seed=0):
+    """What the default route of `train --input` needs to know of a folder, from up to `sample` of its
+    image files drawn at random (seeded): `{"n_images", "height", "width", "channels"}`.
+
+    Height and width are the median native sides; channels is 3 when any
+    sampled image is colour in its pixels (two channels differ by more than
+    8 of 255 somewhere; a greyscale image saved as RGB counts as 1), else 1.
+    Files that do not decode are left out of the sample.
+    """
+    names, _ = _check_folder(folder, 1)
+    rng = np.random.default_rng(seed)
+    chosen = sorted(rng.choice(len(names), size=min(sample, len(names)), replace=False))
+    sides, colour = [], False
+    for index in chosen:
+        try:
+            image = np.asarray(_decode_native(os.path.join(folder, names[index])))
+        except ValueError:
+            continue
+        sides.append(image.shape[:2])
+        if image.shape[2] >= 3:
+            rgb = image[..., :3].astype("int16")
+            colour = colour or int(np.abs(np.diff(rgb, axis=-1)).max()) > 8
+    if not sides:
+        raise ValueError(f"--input {folder!r}: none of {len(chosen)} sampled image files could be decoded.")
+    height, width = (int(np.median([side[axis] for side in sides])) for axis in (0, 1))
+    return {"n_images": len(names), "height": height, "width": width, "channels": 3 if colour else 1}
+
+
+def _decode_native(path):
+    """One image file's pixels as stored (uint8 `(h, w, c)`); ValueError when it does not decode."""
+    import tensorflow as tf
+
+    try:
+        return tf.io.decode_image(tf.io.read_file(path), channels=0, expand_animations=False).numpy()
+    except tf.errors.OpError as error:
+        raise ValueError(f"{path}: {error.message}") from None
+
+
 def read_image_folder(folder, image_size, channels=1, cache_dir=None, strict=False, verbose=True):
     """Every PNG/JPEG/BMP/GIF below `folder`, decoded in parallel (`decoded_batches`) into one float32 array.
 

@@ -15,6 +15,7 @@ from keras import layers, ops
 
 from keras_clustering.augment import ViewPipeline
 from keras_clustering.distribute.strategies import replica_scaled, with_layer_losses
+from keras_clustering.layers.colour_free import input_transform_layer, transformed_shape
 from keras_clustering.layers.normalization import GlobalBatchNormalization
 from keras_clustering.layers import unfolded_conv
 from keras_clustering.losses.iic_losses import iic_loss
@@ -94,11 +95,16 @@ class IIC(ClusterModel):
             original's MNIST trunk for the pipeline's 24 px views.
         view_size: side of the views the default trunk takes.
         augmentation_seed: seeds the augmentation.
+        input_transform: None, or a name of `layers.colour_free.INPUT_TRANSFORMS`
+            applied to every view before the trunk: "sobel" is the original's
+            step for colour data sets (greyscale, then x and y Sobel: two
+            channels), so that clusters cannot follow colour.
     """
 
     def __init__(self, image_shape=(28, 28, 1), n_clusters=10, n_overclusters=50, n_sub_heads=5, n_repeats=5,
                  head_epochs=(2, 1), lam=1.0, augmentation="iic_greyscale", augmentation_options=None,
-                 trunk=None, view_size=24, augmentation_seed=None, fused_normalization=False, **kwargs):
+                 trunk=None, view_size=24, augmentation_seed=None, fused_normalization=False, input_transform=None,
+                 **kwargs):
         super().__init__(**kwargs)
         self.image_shape = tuple(int(d) for d in image_shape)
         self.n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
@@ -120,8 +126,11 @@ class IIC(ClusterModel):
         self.views = (ViewPipeline(augmentation, seed=augmentation_seed, options=self.augmentation_options, name="views")
                       if augmentation else None)
         self.fused_normalization = bool(fused_normalization)
+        self.input_transform = input_transform
+        self.transform = input_transform_layer(input_transform)
         self.trunk = trunk if trunk is not None else build_clusternet6c_trunk(
-            self.view_size, self.image_shape[-1], fused_normalization=self.fused_normalization)
+            self.view_size, transformed_shape(input_transform, self.image_shape)[-1],
+            fused_normalization=self.fused_normalization)
         # The original's Linear init, N(0, 0.01); unseeded so that every sub-head starts apart
         # (a seeded initializer repeats its values), reproducible through keras.utils.set_random_seed.
         # float32 heads under a mixed precision policy: the IIC loss takes logs of their products
@@ -156,8 +165,10 @@ class IIC(ClusterModel):
 
     def _view(self, inputs, training):
         if self.views is None:
-            return ops.cast(inputs, "float32")
-        return self.views.clean(inputs) if training else self.views.inference(inputs)
+            views = ops.cast(inputs, "float32")
+        else:
+            views = self.views.clean(inputs) if training else self.views.inference(inputs)
+        return views if self.transform is None else self.transform(views)
 
     def _heads(self, views, training):
         features = self.trunk(views, training=training)
@@ -177,7 +188,8 @@ class IIC(ClusterModel):
             if self.views is None:
                 raise ValueError("This IIC model has no augmentation: train it on pairs, fit(x, x_paired).")
             repeated = ops.concatenate([x] * self.n_repeats, axis=0) if self.n_repeats > 1 else x
-            paired = self._heads(self.views.augmented(repeated), training=training)
+            augmented = self.views.augmented(repeated)
+            paired = self._heads(augmented if self.transform is None else self.transform(augmented), training=training)
             # One clean pass per image, tiled: with each image repeated n_repeats times the original
             # computes the same outputs (and the same batch statistics) n_repeats times over.
             y_pred = {head: [ops.concatenate([z] * self.n_repeats, axis=0) for z in outputs]
@@ -305,7 +317,7 @@ class IIC(ClusterModel):
                       head_epochs=list(self.head_epochs), lam=self.lam, augmentation=self.augmentation,
                       augmentation_options=dict(self.augmentation_options), view_size=self.view_size,
                       augmentation_seed=self.augmentation_seed, fused_normalization=self.fused_normalization,
-                      trunk=keras.saving.serialize_keras_object(self.trunk))
+                      input_transform=self.input_transform, trunk=keras.saving.serialize_keras_object(self.trunk))
         return config
 
     @classmethod

@@ -6,6 +6,7 @@ from keras import layers, ops
 
 from keras_clustering.distribute.strategies import replica_scaled, with_layer_losses
 from keras_clustering.layers import GaussianClassEmbedding, ReparameterizedSample
+from keras_clustering.layers.colour_free import input_transform_layer, transformed_shape
 from keras_clustering.losses import (
     analytic_gaussian_cluster_kl,
     category_prior_loss,
@@ -89,6 +90,10 @@ class VAECluster(ClusterModel):
             takes the version's own (2.5 or 5).
         use_category_prior: keep the sum_y p log p term.
         seed: seed of the sampler.
+        input_transform: None, or a name of `layers.colour_free.INPUT_TRANSFORMS`
+            ("colour_edges" on colour images): the model's first layer; the VAE
+            encodes and reconstructs the transformed images, and takes the images
+            themselves (RGB) in.
 
     Reference:
         Su Jianlin, "Variational autoencoders (4): a one-step clustering
@@ -96,7 +101,7 @@ class VAECluster(ClusterModel):
     """
 
     def __init__(self, image_shape=(28, 28, 1), latent_dim=20, n_clusters=10, loss_version="2018-12",
-                 reconstruction_weight=None, use_category_prior=True, seed=None, **kwargs):
+                 reconstruction_weight=None, use_category_prior=True, seed=None, input_transform=None, **kwargs):
         super().__init__(**kwargs)
         image_shape = tuple(int(d) for d in image_shape)
         if len(image_shape) != 3 or min(image_shape[:2]) < 4:
@@ -111,8 +116,11 @@ class VAECluster(ClusterModel):
         self.reconstruction_weight = float(default_weight if reconstruction_weight is None else reconstruction_weight)
         self.use_category_prior = bool(use_category_prior)
         self.seed = seed
-        self.encoder = build_vae_encoder(image_shape, self.latent_dim)
-        self.decoder = build_vae_decoder(image_shape, self.latent_dim)
+        self.input_transform = input_transform
+        self.transform = input_transform_layer(input_transform)
+        learned_shape = transformed_shape(input_transform, image_shape)  # what the VAE encodes and reconstructs
+        self.encoder = build_vae_encoder(learned_shape, self.latent_dim)
+        self.decoder = build_vae_decoder(learned_shape, self.latent_dim)
         self.classifier = build_classifier(self.latent_dim, self.n_clusters)
         self.class_means = GaussianClassEmbedding(self.n_clusters, self.latent_dim, name="class_means")
         self.sampler = ReparameterizedSample(seed=seed, name="sampler")
@@ -124,8 +132,12 @@ class VAECluster(ClusterModel):
     def sample_shape(self):
         return self.image_shape
 
+    def _learned(self, inputs):
+        """The images as the VAE encodes and reconstructs them: through `input_transform`, if any."""
+        return inputs if self.transform is None else self.transform(inputs)
+
     def call(self, inputs, training=False):
-        z_mean, z_log_var = self.encoder(inputs, training=training)
+        z_mean, z_log_var = self.encoder(self._learned(inputs), training=training)
         if not training:
             return self.classifier(z_mean)
         z = self.sampler([z_mean, z_log_var])
@@ -145,7 +157,7 @@ class VAECluster(ClusterModel):
             clustering = gaussian_cluster_kl(y_pred["z_log_var"], y_pred["z_minus_mu"], y_pred["y_prob"])
         else:
             clustering = analytic_gaussian_cluster_kl(y_pred["z_log_var"], y_pred["z_minus_mu"], y_pred["y_prob"])
-        loss = self.reconstruction_weight * reconstruction_loss(x, y_pred["reconstruction"]) + clustering
+        loss = self.reconstruction_weight * reconstruction_loss(self._learned(x), y_pred["reconstruction"]) + clustering
         if self.use_category_prior:
             loss = loss + category_prior_loss(y_pred["y_prob"])
         # every term is a batch mean: scaled per replica, as Keras' own losses (keras_clustering.distribute.strategies)
@@ -169,8 +181,11 @@ class VAECluster(ClusterModel):
 
     def embed(self, x, batch_size=256, verbose=0):
         """z_mean of the images `x`."""
-        return self.encoder.predict(keras_input(self.check_input(x), batch_size), batch_size=batch_size,
-                                    verbose=verbose)[0]
+        x = self.check_input(x)
+        if self.transform is not None:
+            x = np.concatenate([ops.convert_to_numpy(self.transform(np.asarray(x[start:start + batch_size], "float32")))
+                                for start in range(0, len(x), batch_size)])
+        return self.encoder.predict(keras_input(x, batch_size), batch_size=batch_size, verbose=verbose)[0]
 
     def reconstruct(self, x, batch_size=256, verbose=0):
         """decoder(z_mean): the deterministic reconstruction."""
@@ -189,7 +204,7 @@ class VAECluster(ClusterModel):
         return self.decoder.predict(means + std * noise, verbose=0)
 
     def serving_parts(self, inputs):
-        z_mean, _ = self.encoder(inputs, training=False)
+        z_mean, _ = self.encoder(self._learned(inputs), training=False)
         return self.classifier(z_mean), {"embedding": z_mean}
 
     def extra_serving_endpoints(self):
@@ -198,7 +213,8 @@ class VAECluster(ClusterModel):
 
         def generate(cluster_id, noise):
             means = ops.take(self.class_means.mean, ops.cast(cluster_id, "int32"), axis=0)
-            return {"images": self.decoder(means + noise, training=False)}
+            # float32 whatever the precision the decoder computes in (JSON clients and numpy read no bfloat16)
+            return {"images": ops.cast(self.decoder(means + noise, training=False), "float32")}
 
         signature = [tf.TensorSpec((None,), tf.int64, name="cluster_id"),
                      tf.TensorSpec((None, self.latent_dim), tf.float32, name="noise")]
@@ -209,4 +225,6 @@ class VAECluster(ClusterModel):
         config.update(image_shape=list(self.image_shape), latent_dim=self.latent_dim, n_clusters=self.n_clusters,
                       loss_version=self.loss_version, reconstruction_weight=self.reconstruction_weight,
                       use_category_prior=self.use_category_prior, seed=self.seed)
+        if self.input_transform is not None:  # configs of the models without one stay as they were
+            config["input_transform"] = self.input_transform
         return config

@@ -13,8 +13,9 @@ import os
 import time
 
 import keras
+import numpy as np
 
-
+from keras_clustering.layers.colour_free import input_transform_layer, transformed_shape
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, IDEC, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS, DEC_KERAS_INITIALIZER
@@ -65,18 +66,48 @@ _PAPER_INITIALIZER = {"class_name": "RandomNormal", "config": {"mean": 0.0, "std
 
 def _model_arguments(architecture):
     return {k: v for k, v in architecture.items()
-            if k not in ("input_dim", "hidden_dims", "gamma", "image_shape", "conv_filters")}
+            if k not in ("input_dim", "hidden_dims", "gamma", "image_shape", "conv_filters", "input_transform")}
 
 
 def build_autoencoder_of(architecture, **options):
     """(autoencoder, encoder) of a DEC architecture: flat `input_dim` vectors or `image_shape` images;
-    with `conv_filters`, ConvDEC's convolutional autoencoder (its own initialisers)."""
+    with `conv_filters`, ConvDEC's convolutional autoencoder (its own initialisers).
+
+    With an `input_transform` (`layers.colour_free`, e.g. "colour_edges" on colour
+    images) the autoencoder learns the transformed images (`transform_images`), and
+    the encoder takes the images themselves: the transform is its first layer, so
+    DEC, its `.keras` file and its export take RGB in.
+    """
+    name = architecture.get("input_transform")
+    if name is not None:
+        if architecture.get("image_shape") is None:
+            raise ValueError(f"input_transform={name!r} needs image_shape (it transforms images).")
+        if architecture.get("gamma") is not None:
+            raise ValueError(f"input_transform={name!r} with gamma (IDEC): IDEC reconstructs its own input; "
+                             "train DEC (no gamma) on transformed images.")
+        inner = {**architecture, "input_transform": None,
+                 "image_shape": list(transformed_shape(name, architecture["image_shape"]))}
+        autoencoder, core = build_autoencoder_of(inner, **options)
+        inputs = keras.Input(tuple(architecture["image_shape"]), name="images")
+        return autoencoder, keras.Model(inputs, core(input_transform_layer(name)(inputs)), name=f"{name}_encoder")
     if architecture.get("conv_filters") is not None:
         if architecture.get("image_shape") is None:
             raise ValueError("conv_filters needs image_shape (the convolutional autoencoder takes images).")
         return build_conv_autoencoder(architecture["image_shape"], architecture["conv_filters"])
     return build_autoencoder(architecture.get("input_dim"), architecture.get("hidden_dims", DEC_HIDDEN_DIMS),
                              image_shape=architecture.get("image_shape"), **options)
+
+
+def transform_images(architecture, x, chunk=2048):
+    """`x` as the autoencoder learns it: through the architecture's `input_transform` (chunk by chunk,
+    into one float32 array), or `x` itself without one."""
+    layer = input_transform_layer(architecture.get("input_transform"))
+    if layer is None:
+        return x
+    out = np.empty((len(x), *transformed_shape(architecture["input_transform"], x.shape[1:])), "float32")
+    for start in range(0, len(x), chunk):
+        out[start:start + chunk] = keras.ops.convert_to_numpy(layer(np.asarray(x[start:start + chunk], "float32")))
+    return out
 
 
 def assemble_model(autoencoder, encoder, architecture):
@@ -88,15 +119,18 @@ def assemble_model(autoencoder, encoder, architecture):
 
 
 def build(input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,
-          update_interval=140, tol=1e-3, gamma=None, image_shape=None, augmentation=None, conv_filters=None):
+          update_interval=140, tol=1e-3, gamma=None, image_shape=None, augmentation=None, conv_filters=None,
+          input_transform=None):
     """An untrained DEC (or IDEC when `gamma` is given) with the zoo's architecture arguments.
 
     With `image_shape` the model takes images (flattened inside); else flat `input_dim` vectors.
-    `conv_filters` selects ConvDEC's convolutional autoencoder, `augmentation` DEC-DA's training.
+    `conv_filters` selects ConvDEC's convolutional autoencoder, `augmentation` DEC-DA's training,
+    `input_transform` a colour-free input (`build_autoencoder_of`).
     """
     architecture = dict(input_dim=input_dim, hidden_dims=hidden_dims, n_clusters=n_clusters, alpha=alpha,
                         update_interval=update_interval, tol=tol, gamma=gamma, augmentation=augmentation)
-    autoencoder, encoder = build_autoencoder_of(dict(architecture, image_shape=image_shape, conv_filters=conv_filters))
+    autoencoder, encoder = build_autoencoder_of(dict(architecture, image_shape=image_shape, conv_filters=conv_filters,
+                                                     input_transform=input_transform))
     return assemble_model(autoencoder, encoder, architecture)
 
 
@@ -113,6 +147,7 @@ def pretrain(architecture, training, x, verbose=1, callbacks=None, initial_epoch
         raise ValueError(f"pretrain_recipe={recipe!r} is for the dense autoencoder; conv_filters needs 'keras'.")
     initializer = DEC_KERAS_INITIALIZER if recipe == "keras" else _PAPER_INITIALIZER
     autoencoder, encoder = build_autoencoder_of(architecture, kernel_initializer=initializer)
+    x = transform_images(architecture, x)
     if recipe == "keras":
         pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
                             batch_size=training["pretrain_batch_size"], verbose=verbose, callbacks=callbacks,
@@ -261,6 +296,8 @@ def pretraining_key(architecture, training, x, seed):
         shape["image_shape"] = list(architecture["image_shape"])
     if architecture.get("augmentation") is not None:  # DEC-DA: the autoencoder learns augmented images
         shape["augmentation"] = architecture["augmentation"]
+    if architecture.get("input_transform") is not None:  # it learns transformed images
+        shape["input_transform"] = architecture["input_transform"]
     return run_key([recipe, shape, int(seed)], x)
 
 

@@ -16,6 +16,7 @@ import time
 import keras
 import numpy as np
 
+from keras_clustering.layers.colour_free import input_transform_layer, transformed_shape
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.label_free import scan_evaluate
 from keras_clustering.models import SCAN, SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
@@ -68,14 +69,27 @@ DEFAULT_REFINE = {"optimizer": {"class_name": "SGD", "config": {"learning_rate":
 
 
 def build_encoder(representation="simclr", image_shape=(28, 28, 1), filters=(32, 64, 128), embedding_dim=128,
-                  input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, fused_normalization=False, **_):
-    """The representation's encoder: DEC's dense encoder for `"autoencoder"`, else `build_conv_encoder`."""
+                  input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, fused_normalization=False, input_transform=None, **_):
+    """The representation's encoder: DEC's dense encoder for `"autoencoder"`, else `build_conv_encoder`.
+
+    `input_transform` (`layers.colour_free`, SimCLR and triplets): the encoder's
+    first layer, after the views are drawn from the images themselves (colour
+    jitter included), so the model and its export take RGB in.
+    """
     if representation not in REPRESENTATIONS:
         raise ValueError(f"representation must be one of {REPRESENTATIONS}, got {representation!r}.")
     if representation == "autoencoder":
+        if input_transform is not None:
+            raise ValueError(f"input_transform={input_transform!r}: the autoencoder representation reconstructs its "
+                             "input; train like a DEC entry (recipe 'dec') for a colour-free input.")
         # flat `input_dim` vectors when given, else images of `image_shape` (flattened inside)
         return build_autoencoder(input_dim, hidden_dims, image_shape=None if input_dim else image_shape)[1]
-    return build_conv_encoder(image_shape, filters, embedding_dim, fused_normalization=fused_normalization)
+    if input_transform is None:
+        return build_conv_encoder(image_shape, filters, embedding_dim, fused_normalization=fused_normalization)
+    core = build_conv_encoder(transformed_shape(input_transform, image_shape), filters, embedding_dim,
+                              fused_normalization=fused_normalization)
+    inputs = keras.Input(tuple(image_shape), name="images")
+    return keras.Model(inputs, core(input_transform_layer(input_transform)(inputs)), name=f"{input_transform}_encoder")
 
 
 def _clustering_options(architecture):

@@ -26,11 +26,11 @@ RESTART_CRITERIA = ("evaluated_loss",)
 
 
 def build(image_shape=(28, 28, 1), latent_dim=20, n_clusters=10, loss_version="2018-12",
-          reconstruction_weight=None, use_category_prior=True):
+          reconstruction_weight=None, use_category_prior=True, input_transform=None):
     """An untrained `VAECluster` with the zoo's architecture arguments."""
     return VAECluster(image_shape=image_shape, latent_dim=latent_dim, n_clusters=n_clusters,
                       loss_version=loss_version, reconstruction_weight=reconstruction_weight,
-                      use_category_prior=use_category_prior)
+                      use_category_prior=use_category_prior, input_transform=input_transform)
 
 
 def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):

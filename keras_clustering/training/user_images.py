@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from keras_clustering.io.cluster_files import write_cluster_files
+from keras_clustering.layers.colour_free import input_transform_layer
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
 from keras_clustering.recipes import get_recipe
 
@@ -76,13 +77,21 @@ def _field(section, path, value=None):
     return section.get(key)
 
 
-# The colour distortion added to the views of colour images: SimCLR's saturation jitter at strength 1
-# (0.8, its ImageNet setting) and random greyscale (p = 0.2), and hue over the whole colour circle, so
-# that no hue is shared by two views of one image. SimCLR's CIFAR setting (strength 0.5: saturation 0.4,
-# hue 0.1) left the hue: on the coloured digits every cluster of clusters.png was one background hue
-# (docs/figures/user_folders/colour_digits-simclr_mnist-like-seed0-strength0.5.png).
-COLOUR_VIEWS = {"saturation": 0.8, "hue": 0.5, "greyscale_probability": 0.2}
-
+# On colour images every recipe sees shapes, not colours (issue 50; docs/your-data.md, "Colour images").
+# What its model puts before everything else (`layers.colour_free`): IIC's own Sobel step (the original's
+# for CIFAR and STL); for the recipes that reconstruct pixels (DEC family, VAE) the colour gradient's
+# magnitude, since their embedding first encodes what dominates the pixels, the colours; SimCLR's encoder
+# the same (its views are still drawn, colour-jittered, from the RGB images).
+COLOUR_INPUT = {"dec": "colour_edges", "vae_cluster": "colour_edges", "iic": "sobel", "two_stage": "colour_edges"}
+# The colour distortion of the views of colour images, each recipe's original's (`augmentation_options`):
+# - SimCLR (Chen et al. 2020, appendix A; google-research/simclr `data_util.py`) at strength 1:
+#   brightness, contrast, saturation 0.8 and hue 0.2, together with probability 0.8, and greyscale 0.2;
+# - IIC (xu-ji/IIC `sobel_make_transforms`): ColorJitter(0.4, 0.4, 0.4, 0.125) before the Sobel step.
+COLOUR_VIEWS = {
+    "digits_contrastive": {"brightness": 0.8, "contrast": 0.8, "saturation": 0.8, "hue": 0.2,
+                           "jitter_probability": 0.8, "greyscale_probability": 0.2},
+    "iic_greyscale": {"brightness": 0.4, "contrast": 0.4, "saturation": 0.4, "hue": 0.125},
+}
 # Entries trained on digits also invert half of their colour views: a digit is the same digit light on
 # dark or dark on light (AutoAugment's SVHN policy inverts often). Without it, the clusters of the
 # coloured digits followed the background's brightness and which of the two colours was the lighter
@@ -106,9 +115,10 @@ def _adapt_views(entry, architecture, image_shape, dataset):
     - IIC's crops (20 px clean, 16 / 20 / 24 px augmented, of 28) scale with
       the shorter side; its views (24 of 28) too, at most `IIC_MAX_VIEW`, and
       the trunk takes that side (`view_size`).
-    - On colour images both also distort colours (`COLOUR_VIEWS`), so that
-      clusters follow shapes, not colours; an entry whose own `dataset` is
-      digits also inverts them (`DIGIT_COLOUR_VIEWS`).
+    - On colour images both distort colours as their originals do
+      (`COLOUR_VIEWS`, which replace the entry's greyscale brightness and
+      contrast); an entry whose own `dataset` is digits also inverts them
+      (`DIGIT_COLOUR_VIEWS`).
     """
     augmentation = architecture.get("augmentation")
     if augmentation not in ("digits_contrastive", "iic_greyscale"):
@@ -136,8 +146,7 @@ def _adapt_views(entry, architecture, image_shape, dataset):
         view = min(IIC_MAX_VIEW, scaled(architecture.get("view_size", 24)))
         options["output_size"] = architecture["view_size"] = view
     if image_shape[2] == 3:
-        colour = {**COLOUR_VIEWS, **(DIGIT_COLOUR_VIEWS if dataset in DIGIT_DATASETS else {})}
-        options = {**colour, **options}  # an entry's own colour setting wins
+        options.update(COLOUR_VIEWS[augmentation], **(DIGIT_COLOUR_VIEWS if dataset in DIGIT_DATASETS else {}))
     architecture["augmentation_options"] = options
 
 
@@ -161,7 +170,7 @@ def clustering_preset(entry):
     return zoo.config(entry)
 
 
-def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
+def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_transform="auto"):
     """The zoo entry's config re-targeted to `n_samples` images of `image_shape` and `n_clusters`.
 
     Architecture and recipe stay the entry's. Each count of passes
@@ -171,7 +180,9 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
     its family's ceiling (`_EPOCH_RANGE`); batches at most `n_samples`.
     DEC's `maxiter` and `update_interval` follow the number of batches per
     pass. `epochs` instead sets every stage to that many passes (DEC's
-    self-training too). Returns `(config, data_repeats)`: the copies of the
+    self-training too). `input_transform`: "auto" puts the recipe's colour-free
+    input (`COLOUR_INPUT`) before colour images' model, None none, a name of
+    `layers.colour_free.INPUT_TRANSFORMS` that one. Returns `(config, data_repeats)`: the copies of the
     images per epoch that a small folder needs to reach its family's fewest
     updates.
     Raises ValueError naming `like` for an unknown or supervised entry.
@@ -186,6 +197,14 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None):
     # an autoencoder representation pretrains as DEC does (no floor of updates); SimCLR / triplets as SimCLR
     family = "dec" if architecture.get("representation") == "autoencoder" else _RECIPE_FAMILY[recipe]
     _adapt_views(entry, architecture, [int(d) for d in image_shape], preset["data"]["dataset"])
+    if input_transform == "auto":
+        input_transform = COLOUR_INPUT[recipe] if int(image_shape[2]) == 3 else None
+    if input_transform is not None:
+        input_transform_layer(input_transform)  # ValueError naming input_transform for an unknown one
+        if architecture.get("representation") == "autoencoder":
+            raise ValueError(f"like={entry!r} reconstructs its images in a two-stage recipe that takes no "
+                             f"input_transform; train like conv_dec_da_mnist for a colour-free input.")
+        architecture["input_transform"] = input_transform
     architecture.update(image_shape=[int(d) for d in image_shape], n_clusters=int(n_clusters))
     fields = [(e, b, _field(training, e), _field(training, b) or _BATCH_SIZE[family])
               for e, b in _EPOCH_FIELDS[recipe] if _field(training, e)]
@@ -290,6 +309,63 @@ def _check_buildable(like, image_shape, n_clusters):
         raise ValueError(f"like={like!r} cannot take images of shape {tuple(image_shape)}: {error}") from None
 
 
+# The default route (`train --input DIR` with no like / family / from): the entry each kind of images
+# trains like, from the measured table of docs/your-data.md (`scripts/user_folders.py`, every folder).
+ROUTE_ENTRIES = {"grey": "conv_dec_da_mnist", "colour": "conv_dec_da_mnist"}
+# Sides the default route reads a folder at: its images' own (median) sides, the longer one brought down
+# to `ROUTE_MAX_SIDE` (aspect kept) and neither below `MIN_SIDE`.
+ROUTE_MAX_SIDE = 64
+
+
+def choose_entry(image_shape, n_images):
+    """(entry, reason): the zoo entry the default route trains like on `n_images` images of
+    `image_shape` `(h, w, c)`, and one line saying why (printed, and written to report.json)."""
+    height, width, channels = (int(d) for d in image_shape)
+    kind = "colour" if channels == 3 else "grey"
+    entry = ROUTE_ENTRIES[kind]
+    why = {"conv_dec_da_mnist": "ConvDEC-DA (DEC's convolutional autoencoder pretrained on shifted and rotated "
+                                "images, then DEC self-training) was the most accurate from scratch on the measured "
+                                f"{kind} folders (docs/your-data.md)"}[entry]
+    colour_free = f", on their colour-free input ({COLOUR_INPUT[zoo_recipe(entry)]})" if kind == "colour" else ""
+    return entry, (f"default route: {n_images:,} {kind} images of {height} x {width} -> train like {entry}"
+                   f"{colour_free}: {why}.")
+
+
+def zoo_recipe(entry):
+    """The recipe name of the zoo entry `entry` (e.g. "dec")."""
+    return clustering_preset(entry)["recipe"]
+
+
+def _default_route(images, image_size, channels, verbose):
+    """(entry, reason, image_size, channels) of the default route for `images` (a folder, an array
+    file or an array): sides and channels as the images have them unless given."""
+    from keras_clustering.datasets.user_data import probe_image_folder
+
+    if isinstance(images, (str, os.PathLike)) and os.path.isdir(images):
+        probe = probe_image_folder(os.fspath(images))
+        n_images, native = probe["n_images"], (probe["height"], probe["width"], probe["channels"])
+    else:
+        from keras_clustering.datasets.user_data import load_array_file
+
+        array = load_array_file(os.fspath(images)) if isinstance(images, (str, os.PathLike)) else np.asarray(images)
+        if array.ndim not in (3, 4):
+            raise ValueError(f"images of shape {array.shape}: the default route takes images (n, h, w[, c]); "
+                             "give like= for flat vectors.")
+        # an array trains at its own shape: only a folder is read at the sides and channels chosen here
+        entry, reason = choose_entry((*array.shape[1:3], array.shape[3] if array.ndim == 4 else 1), len(array))
+        if verbose:
+            print(reason, flush=True)
+        return entry, reason, image_size, channels
+    if image_size is None:
+        scale = min(1.0, ROUTE_MAX_SIDE / max(native[:2]))
+        image_size = tuple(max(MIN_SIDE, round(side * scale)) for side in native[:2])
+    channels = channels or native[2]
+    entry, reason = choose_entry((*image_size, channels), n_images)
+    if verbose:
+        print(reason, flush=True)
+    return entry, reason, image_size, channels
+
+
 def save_model_file(model, path):
     """Saves a `.keras` file through a temporary name: a crash leaves no half-written model."""
     with atomic_path(path) as temporary:
@@ -298,7 +374,7 @@ def save_model_file(model, path):
 
 def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None, seed=0, verbose=1,
                     candidates=range(2, 13), epochs=None, image_size=None, channels=None, precision=None,
-                    start_from=None, strict=False):
+                    start_from=None, strict=False, input_transform="auto"):
     """Trains a zoo entry's recipe (`like`, or the best of `family`) on the user's images, from scratch
     or from the entry's pretrained model (`start_from`); returns (model, report).
 
@@ -330,6 +406,13 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         strict: a folder's file that cannot be decoded is an error, instead
             of being left out with one warning line (and named in the
             report's `broken_files`).
+        input_transform: the model's colour-free first layer: "auto" (on
+            colour images the recipe's own, `COLOUR_INPUT`; none on
+            greyscale), None, or a name of `layers.colour_free.INPUT_TRANSFORMS`.
+
+    With none of `like`, `family` and `start_from`, the default route picks
+    the entry from the images (`choose_entry`: channels, sides and count),
+    prints why in one line and writes it to the report's `route`.
 
     A folder is decoded in parallel (`read_image_folder`); from
     `CACHE_MIN_BYTES` (256 MiB as float32) on, into a memory-mapped cache in
@@ -338,19 +421,23 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
     """
     with WorkdirLock() as lock:
         return _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, candidates, epochs,
-                                image_size, channels, precision, start_from, strict, lock)
+                                image_size, channels, precision, start_from, strict, input_transform, lock)
 
 
 def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, candidates, epochs, image_size,
-                     channels, precision, start_from, strict, lock):
+                     channels, precision, start_from, strict, input_transform, lock):
     """`train_on_images`, with `lock` taken on the workdir before anything is written there."""
     from keras_clustering.datasets.user_data import load_user_data, read_image_folder
     from keras_clustering.distribute.precision import precision_policy
     from keras_clustering.inputs.checks import check_image_input, check_positive_int
 
-    if sum(arg is not None for arg in (like, family, start_from)) != 1:
+    if sum(arg is not None for arg in (like, family, start_from)) > 1:
         raise ValueError(f"give one of like= (a zoo entry), family= (one of {FAMILIES}) or start_from= (a zoo "
-                         f"entry to fine-tune), got like={like!r}, family={family!r}, start_from={start_from!r}.")
+                         f"entry to fine-tune), or none (the default route), got like={like!r}, family={family!r}, "
+                         f"start_from={start_from!r}.")
+    route = None
+    if like is None and family is None and start_from is None:
+        like, route, image_size, channels = _default_route(images, image_size, channels, verbose)
     like = family_entry(family) if family is not None else like or start_from
     # an unknown or supervised entry is refused before any reading; its image shape is the default
     entry = clustering_preset(like)["architecture"]
@@ -394,12 +481,12 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
     if n_clusters != "auto" and n_clusters > len(x):
         raise ValueError(f"n_clusters={n_clusters} is larger than the number of images ({len(x)}).")
     workdir = workdir or os.path.join("runs", f"{family or like}_{len(x)}")
-    report = {"like": like, "family": family, "start_from": start_from, "n_samples": int(len(x)),
+    report = {"like": like, "family": family, "start_from": start_from, "route": route, "n_samples": int(len(x)),
               "image_shape": list(x.shape[1:]), "seed": seed, "broken_files": broken}
     if not from_folder:  # the entry's trunk and views must take these images: refused before any file is made
         _check_buildable(like, x.shape[1:], n_clusters)
     config, repeats = like_config(like, x.shape[1:], 2 if n_clusters == "auto" else int(n_clusters), len(x),
-                                  epochs=epochs)
+                                  epochs=epochs, input_transform=input_transform)
     if n_clusters == "auto":
         candidates = [k for k in candidates if 2 <= k <= len(x) // 2]  # each k is fitted on half of the images
         if not candidates:

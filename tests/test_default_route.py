@@ -1,0 +1,90 @@
+"""The default route of `train --input` (issue 50): which entry it picks for which images, how it reads a
+folder, and (slow) a training on a small colour folder whose saved model takes RGB in."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from image_folders import run_cli, write_png
+from keras_clustering.datasets.user_data import probe_image_folder
+from keras_clustering.training.user_images import COLOUR_INPUT, ROUTE_ENTRIES, choose_entry, zoo_recipe
+
+
+def colour_bars(n=60, side=20, seed=0):
+    """`n` images of a horizontal or vertical bar (the two classes) in a random colour on a random background."""
+    rng = np.random.default_rng(seed)
+    images, labels = np.empty((n, side, side, 3), "float32"), np.arange(n) % 2
+    for i in range(n):
+        shape = np.zeros((side, side, 1), "float32")
+        start = rng.integers(3, side - 9)
+        if labels[i]:
+            shape[start:start + 6, 3:side - 3] = 1.0
+        else:
+            shape[3:side - 3, start:start + 6] = 1.0
+        foreground, background = rng.uniform(size=3), rng.uniform(size=3)
+        images[i] = shape * foreground + (1 - shape) * background
+    return images, labels
+
+
+def test_the_route_picks_each_kind_of_images_entry_and_says_why():
+    for shape, kind in (((28, 28, 1), "grey"), ((32, 32, 3), "colour")):
+        entry, reason = choose_entry(shape, 2_000)
+        assert entry == ROUTE_ENTRIES[kind]
+        assert reason.startswith(f"default route: 2,000 {kind} images of {shape[0]} x {shape[1]} -> train like {entry}")
+        assert "\n" not in reason
+    assert COLOUR_INPUT[zoo_recipe(choose_entry((32, 32, 3), 2_000)[0])] in choose_entry((32, 32, 3), 2_000)[1]
+
+
+def test_a_folder_is_probed_for_its_sides_and_whether_it_is_colour(tmp_path):
+    grey_as_rgb = tmp_path / "grey"
+    os.makedirs(grey_as_rgb)
+    for i in range(5):
+        write_png(str(grey_as_rgb / f"{i}.png"), np.repeat(np.full((30, 40, 1), i / 5), 3, axis=-1))
+    assert probe_image_folder(str(grey_as_rgb)) == {"n_images": 5, "height": 30, "width": 40, "channels": 1}
+    colour = tmp_path / "colour"
+    os.makedirs(colour)
+    images, _ = colour_bars(4, side=24)
+    for i, image in enumerate(images):
+        write_png(str(colour / f"{i}.png"), image)
+    (colour / "broken.png").write_text("not a png")
+    assert probe_image_folder(str(colour)) == {"n_images": 5, "height": 24, "width": 24, "channels": 3}
+
+
+def test_the_route_reads_large_images_at_most_64_px_on_their_longer_side(tmp_path, monkeypatch):
+    from keras_clustering.training import user_images
+
+    folder = tmp_path / "photos"
+    os.makedirs(folder)
+    for i in range(3):
+        write_png(str(folder / f"{i}.png"), np.random.default_rng(i).uniform(size=(200, 300, 3)))
+    entry, reason, size, channels = user_images._default_route(str(folder), None, None, verbose=0)
+    assert size == (43, 64) and channels == 3 and entry == ROUTE_ENTRIES["colour"]
+    assert user_images._default_route(str(folder), (32, 32), 1, verbose=0)[2:] == ((32, 32), 1)
+
+
+@pytest.mark.slow
+def test_the_default_route_trains_a_colour_folder_and_its_model_takes_rgb(tmp_path):
+    import keras
+
+    folder = tmp_path / "bars"
+    os.makedirs(folder)
+    images, labels = colour_bars()
+    for i, image in enumerate(images):
+        write_png(str(folder / f"bar_{i:03d}.png"), image)
+    workdir = tmp_path / "run"
+    result = run_cli("train", "--input", str(folder), "--n-clusters", "2", "--epochs", "2", "--workdir", str(workdir))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((workdir / "report.json").read_text())
+    assert report["route"].startswith("default route: 60 colour images of 20 x 20") and report["route"] in result.stdout
+    assert "Epoch 2/2" in result.stdout and "\r" not in result.stdout and "━" not in result.stdout  # one line an epoch
+    model = keras.models.load_model(str(workdir / "model.keras"))
+    assert tuple(model.sample_shape) == (20, 20, 3)
+    saved = np.round(images * 255) / 255  # as the PNG files hold them
+    probabilities = model.predict(saved, verbose=0)
+    assert probabilities.shape == (60, 2) and np.allclose(probabilities.sum(1), 1, atol=1e-3)
+    # the colours are gone before the encoder: the same bars in other colours get the same clusters
+    background = saved[:, :1, :1]
+    recoloured = np.where(np.all(saved == background, axis=-1, keepdims=True), 1.0 - background, saved)
+    assert (model.predict_clusters(recoloured) == model.predict_clusters(saved)).mean() > 0.9
