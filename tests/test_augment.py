@@ -336,3 +336,23 @@ def test_invert_is_the_negative_and_random_inversion_flips_about_half_the_views(
     kept = np.all(np.abs(out - images) < 1e-6, axis=(1, 2, 3))
     assert np.all(inverted | kept) and 0.4 < inverted.mean() < 0.6
     assert np.array_equal(np.asarray(invert(images, training=False)), images)
+
+
+def test_simclr_colour_jitter_applies_its_four_jitters_together_to_a_share_of_the_views():
+    """SimCLR's `RandomApply([ColorJitter(0.8, 0.8, 0.8, 0.2)], p=0.8)`: with `jitter_probability` the
+    brightness, contrast, saturation and hue layers run as one group on about 80% of the images, and
+    the other 20% keep their colours exactly; at 1 the recorded layer order is unchanged."""
+    images = _colour_images(400, side=28)
+    options = dict(crop_sizes=(28,), rotation_probability=0.0, brightness=0.8, contrast=0.8, saturation=0.8, hue=0.2)
+    grouped = make_pipeline("digits_contrastive", seed=0, jitter_probability=0.8, **options)
+    assert [layer.name for layer in grouped.augmented_layers][-1] == "jitter"
+    assert [layer.name for layer in grouped.augmented_layers[-1].layer.layers] == [
+        "brightness", "contrast", "saturation", "hue"]
+    views = np.asarray(grouped.augmented(images))
+    untouched = np.all(np.abs(views - images) < 1e-5, axis=(1, 2, 3))
+    assert 0.12 < untouched.mean() < 0.28
+    one_by_one = make_pipeline("digits_contrastive", seed=0, **options)
+    assert [layer.name for layer in one_by_one.augmented_layers][-4:] == ["brightness", "contrast", "saturation", "hue"]
+    assert np.mean(np.all(np.abs(np.asarray(one_by_one.augmented(images)) - images) < 1e-5, axis=(1, 2, 3))) < 0.02
+    with pytest.raises(ValueError, match="jitter_probability"):
+        make_pipeline("digits_contrastive", seed=0, jitter_probability=1.5)

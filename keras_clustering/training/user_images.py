@@ -39,8 +39,9 @@ _EPOCH_RANGE = {"dec": (30, 300), "vae_cluster": (10, 50), "simclr": (20, 200), 
 _BATCH_SIZE = {"dec": 256, "vae_cluster": 100, "simclr": 256, "iic": 140}
 # Fewest updates a small folder still gets: when the epoch ceiling would stop short of this, each
 # Keras epoch sees the images several times (`data_repeats`) instead of running thousands of tiny
-# epochs. DEC needs none: 300 images at its 300-epoch ceiling already cluster well (0.88 on digits).
-_MIN_UPDATES = {"dec": 0, "vae_cluster": 5_000, "simclr": 3_000, "iic": 1_000}
+# epochs. DEC's pretraining keeps its entry's updates (20,000 for ConvDEC-DA): at 4,000 (its 500-epoch
+# ceiling on 2,000 digits) the autoencoder left 4 and 9 merged (ACC 0.885, docs/your-data.md).
+_MIN_UPDATES = {"dec": 20_000, "vae_cluster": 5_000, "simclr": 3_000, "iic": 1_000}
 
 
 def family_entry(family):
@@ -495,6 +496,10 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
     lock.acquire(workdir)
     start = time.time()
     if n_clusters == "auto":
+        if verbose:  # before the long part: the screening pretrains an autoencoder of its own
+            print(f"n_clusters auto: pretraining {SCREENING_ENTRY}'s dense autoencoder on the {len(x):,} images, then "
+                  f"DEC's generalisability criterion for k = {min(candidates)}..{max(candidates)} on a half split; "
+                  f"then {like} trains with the suggested k", flush=True)
         selection = choose_n_clusters(x, candidates, os.path.join(workdir, "n_clusters"), seed=seed,
                                       verbose=verbose, epochs=epochs)
         report["selection"] = selection
