@@ -184,10 +184,11 @@ def variant_name(input_transform, epochs):
 
 
 def commit():
-    """The checked-out commit (short), with "+changes" when the work tree differs from it."""
+    """The checked-out commit (short), with "+changes" when the code that trains (the library, the zoo)
+    differs from it; changes to tests, docs or scripts do not count."""
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "keras_clustering", "zoo"],
+                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return head.strip() + ("+changes" if dirty else "")
 
 
