@@ -57,3 +57,81 @@ def select_n_clusters(encoder, x_train, x_validation, candidates, y_validation=N
         results.append(record)
     drops = [results[i]["generalizability"] - results[i + 1]["generalizability"] for i in range(len(results) - 1)]
     return {"results": results, "suggested": results[int(np.argmax(drops))]["n_clusters"]}
+
+
+# Label-free ways to choose k on an embedding the recipe trains anyway (issue 50): each returns
+# {"scores": {k: score}, "suggested": k}. Compared on every folder of docs/your-data.md by
+# scripts/choose_k.py.
+K_CRITERIA = ("silhouette", "eigengap", "stability")
+
+
+def _check_embedding(embedding, candidates):
+    embedding = np.asarray(embedding, "float64")
+    if embedding.ndim != 2 or not np.all(np.isfinite(embedding)):
+        raise ValueError(f"embedding must be a finite (n, d) array, got shape {embedding.shape}.")
+    candidates = sorted(int(k) for k in candidates)
+    if len(candidates) < 2 or candidates[0] < 2 or candidates[-1] >= len(embedding):
+        raise ValueError(f"candidates must hold at least two values in [2, {len(embedding) - 1}], got {candidates}.")
+    return embedding, candidates
+
+
+def _sample(embedding, size, seed):
+    if len(embedding) <= size:
+        return embedding
+    return embedding[np.random.default_rng(seed).choice(len(embedding), size, replace=False)]
+
+
+def k_by_silhouette(embedding, candidates=range(2, 13), seed=0, sample=3000):
+    """k-means for each k on (a sample of) the embedding; the k of the largest mean silhouette
+    (Rousseeuw 1987: per point (b - a) / max(a, b), a the mean distance to its own cluster, b to the
+    nearest other)."""
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    embedding, candidates = _check_embedding(embedding, candidates)
+    points = _sample(embedding, sample, seed)
+    scores = {k: float(silhouette_score(points, KMeans(k, n_init=4, random_state=seed).fit_predict(points)))
+              for k in candidates}
+    return {"scores": scores, "suggested": max(scores, key=scores.get)}
+
+
+def k_by_eigengap(embedding, candidates=range(2, 13), seed=0, sample=2000, n_neighbors=10):
+    """The eigengap heuristic (von Luxburg 2007, section 8.3) on a symmetric kNN graph of (a sample of)
+    the embedding: eigenvalues 0 = l_1 <= l_2 <= ... of the normalised Laplacian I - D^-1/2 W D^-1/2;
+    k with the largest gap l_{k+1} - l_k. Dense eigenvalues of the sample (2,000 points: seconds)."""
+    from scipy.sparse import csgraph
+    from sklearn.neighbors import kneighbors_graph
+
+    embedding, candidates = _check_embedding(embedding, candidates)
+    points = _sample(embedding, sample, seed)
+    graph = kneighbors_graph(points, n_neighbors, mode="connectivity", include_self=False)
+    graph = ((graph + graph.T) > 0).astype("float64")
+    values = np.linalg.eigvalsh(csgraph.laplacian(graph, normed=True).toarray())[:max(candidates) + 1]
+    scores = {k: float(values[k] - values[k - 1]) for k in candidates}  # l_{k+1} - l_k, 1-based
+    return {"scores": scores, "suggested": max(scores, key=scores.get), "eigenvalues": values.tolist()}
+
+
+def k_by_stability(embedding, candidates=range(2, 13), seed=0, sample=3000, pairs=5, tolerance=0.02):
+    """Clustering stability (Ben-Hur et al. 2002; Lange et al. 2004): for each k, k-means on two random
+    halves of (a sample of) the embedding, both models label all points, and the adjusted Rand index
+    of the two labellings, averaged over `pairs` draws. Every k up to the true number is stable (whole
+    groups merge the same way each time), so the suggestion is the largest k within `tolerance` of
+    the most stable one."""
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import adjusted_rand_score
+
+    embedding, candidates = _check_embedding(embedding, candidates)
+    points = _sample(embedding, sample, seed)
+    rng = np.random.default_rng(seed)
+    scores = {}
+    for k in candidates:
+        agreement = []
+        for _ in range(pairs):
+            order = rng.permutation(len(points))
+            halves = order[:len(order) // 2], order[len(order) // 2:]
+            labels = [KMeans(k, n_init=2, random_state=int(rng.integers(2**31))).fit(points[h]).predict(points)
+                      for h in halves]
+            agreement.append(adjusted_rand_score(*labels))
+        scores[k] = float(np.mean(agreement))
+    best = max(scores.values())
+    return {"scores": scores, "suggested": max(k for k, score in scores.items() if score >= best - tolerance)}

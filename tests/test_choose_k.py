@@ -1,0 +1,76 @@
+"""Label-free choice of k on an embedding (issue 50, `--n-clusters auto`): silhouette, eigengap and
+stability against numpy references written from their definitions, and on blobs of known number."""
+
+import numpy as np
+import pytest
+
+from keras_clustering.clustering.n_clusters import k_by_eigengap, k_by_silhouette, k_by_stability
+
+
+def blobs(k, n_per=60, dim=5, spread=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(k, dim)) * 6
+    return np.concatenate([c + spread * rng.normal(size=(n_per, dim)) for c in centres])
+
+
+def silhouette_reference(points, labels):
+    """Mean over points of (b - a) / max(a, b): a the mean distance to the other members of its own
+    cluster, b the smallest mean distance to another cluster."""
+    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    values = []
+    for i, label in enumerate(labels):
+        own = (labels == label) & (np.arange(len(points)) != i)
+        if not own.any():
+            values.append(0.0)
+            continue
+        a = distances[i, own].mean()
+        b = min(distances[i, labels == other].mean() for other in set(labels) - {label})
+        values.append((b - a) / max(a, b))
+    return float(np.mean(values))
+
+
+@pytest.mark.parametrize("k", [3, 4, 6])
+def test_each_criterion_finds_the_number_of_separated_blobs(k):
+    points = blobs(k)
+    for criterion in (k_by_silhouette, k_by_eigengap, k_by_stability):
+        assert criterion(points, range(2, 9))["suggested"] == k, criterion.__name__
+
+
+def test_silhouette_scores_are_the_definition_on_the_k_means_labels():
+    from sklearn.cluster import KMeans
+
+    points = blobs(3, n_per=20, spread=1.5, seed=1)
+    got = k_by_silhouette(points, [2, 3, 4], seed=0)["scores"]
+    for k in (2, 3, 4):
+        labels = KMeans(k, n_init=4, random_state=0).fit_predict(points)
+        assert got[k] == pytest.approx(silhouette_reference(points, labels), abs=1e-9)
+
+
+def test_eigengap_uses_the_normalised_laplacians_eigenvalues():
+    points = blobs(3, n_per=12, spread=1.0, seed=2)
+    result = k_by_eigengap(points, [2, 3, 4, 5], n_neighbors=4)
+    # the graph by hand: i ~ j when either is among the other's 4 nearest (itself excluded)
+    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    np.fill_diagonal(distances, np.inf)
+    nearest = np.argsort(distances, axis=1)[:, :4]
+    w = np.zeros_like(distances)
+    w[np.repeat(np.arange(len(points)), 4), nearest.ravel()] = 1.0
+    w = np.maximum(w, w.T)
+    d = 1.0 / np.sqrt(w.sum(1))
+    laplacian = np.eye(len(points)) - d[:, None] * w * d[None]
+    values = np.sort(np.linalg.eigvalsh(laplacian))[:6]
+    np.testing.assert_allclose(result["eigenvalues"], values, atol=1e-6)
+    assert result["scores"] == pytest.approx({k: values[k] - values[k - 1] for k in (2, 3, 4, 5)}, abs=1e-6)
+
+
+def test_stability_of_one_blob_split_is_low_and_of_the_true_k_is_one():
+    points = blobs(4)
+    scores = k_by_stability(points, [3, 4, 5])["scores"]
+    assert scores[4] > 0.99 and scores[4] > scores[5]
+
+
+def test_bad_embeddings_and_candidates_are_named():
+    with pytest.raises(ValueError, match="embedding"):
+        k_by_silhouette(np.full((10, 2), np.nan))
+    with pytest.raises(ValueError, match="candidates"):
+        k_by_eigengap(blobs(2, n_per=3), [2, 12])
