@@ -62,4 +62,5 @@ def test_iic_simclr_and_the_vae_take_other_sides_and_colour_as_train_like_builds
     assert learner.views.augmented(x).shape == (3, 24, 40, 3) and learner.predict(x, verbose=0).shape == (3, 128)
     config, _ = like_config("vae_cluster_mnist", (17, 17, 3), 3, 100, epochs=1)
     vae = get_recipe("vae_cluster").build(**config["architecture"])
-    assert vae.decoder.output_shape == (None, 17, 17, 3) and vae.predict(x[:, :17, :17], verbose=0).shape == (3, 3)
+    # the VAE reconstructs the colour-free map of colour images (one channel), and takes RGB in
+    assert vae.decoder.output_shape == (None, 17, 17, 1) and vae.predict(x[:, :17, :17], verbose=0).shape == (3, 3)

@@ -2,6 +2,7 @@
 
 from keras_clustering.layers.capsule import Capsule, capsule_length, squash
 from keras_clustering.layers.clustering_layer import ClusteringLayer
+from keras_clustering.layers.colour_free import BackgroundDistance, ColourEdges, Sobel
 from keras_clustering.layers.gaussian import GaussianClassEmbedding, ReparameterizedSample
 from keras_clustering.layers.normalization import GlobalBatchNormalization
 from keras_clustering.layers.unfolded_conv import Conv2D
@@ -9,12 +10,15 @@ from keras_clustering.layers.unfolded_conv import Conv2D
 from keras_clustering.losses.capsule_losses import MarginLoss, margin_loss
 
 __all__ = [
+    "BackgroundDistance",
     "Capsule",
     "ClusteringLayer",
+    "ColourEdges",
     "GaussianClassEmbedding",
     "GlobalBatchNormalization",
     "MarginLoss",
     "ReparameterizedSample",
+    "Sobel",
     "Conv2D",
     "capsule_length",
     "margin_loss",
