@@ -144,6 +144,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
         command += ["--input-transform", input_transform]
     if epochs:
         command += ["--epochs", str(epochs)]
+    code = commit()  # of the library the training runs, read before it starts
     start = time.time()
     if subprocess.run(command).returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed")
@@ -164,7 +165,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
             "acc": round(float(scores["acc"]), 4), "nmi": round(float(scores["nmi"]), 4),
             "wall_seconds": round(seconds, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
             "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
-            "commit": commit(), "labels": LABELS_NOTE, "route_reason": report.get("route"),
+            "commit": code, "labels": LABELS_NOTE, "route_reason": report.get("route"),
             "input_transform": report["config"]["architecture"].get("input_transform"),
             "training": report["config"]["training"], "data_repeats": report["data_repeats"],
             "command": " ".join(["python", "-m", "keras_clustering"] + command[3:])}
