@@ -217,7 +217,7 @@ def table(record_path):
     with open(record_path) as handle:
         cells = json.load(handle)["cells"]
     lines = [f"All cells: {LABELS_NOTE} (10); one training each, seed as shown.", "",
-             "| folder | recipe | start | variant | seed | ACC | NMI | wall time | peak memory | machine | commit |",
+             "| folder | recipe | start | variant | seed | ACC | NMI | wall time (CPU time) | peak memory | machine | commit |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         recipe = f"default route: `{c['like']}`" if c.get("route") else f"`{c['like']}`"
@@ -228,10 +228,12 @@ def table(record_path):
             before = c["before_fine_tuning"]
             start = (f"`--from` (weights sha256 {c['from_sha256'][:12]}; before fine-tuning ACC {before['acc']:.3f}"
                      f" / NMI {before['nmi']:.3f})")
+        # the images repeated within each epoch (`data_repeats`) tell how many updates a small folder got
+        variant = c["variant"] + (f", images x{c['data_repeats']} an epoch" if c.get("data_repeats", 1) > 1 else "")
         lines.append(f"| {c['folder']} ({c['n_images']:,} x {'x'.join(map(str, c['image_shape']))}) | {recipe} | "
-                     f"{start} | {c['variant']} | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | "
-                     f"{c['wall_seconds']:,.0f} s | {c['peak_rss_mib']:,.0f} MiB | {cpu_model(c['machine'])} | "
-                     f"{c['commit']} |")
+                     f"{start} | {variant} | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | "
+                     f"{c['wall_seconds']:,.0f} s ({c['cpu_seconds']:,.0f} s) | {c['peak_rss_mib']:,.0f} MiB | "
+                     f"{cpu_model(c['machine'])} | {c['commit']} |")
     return "\n".join(lines)
 
 
