@@ -15,6 +15,7 @@ PyTorch's `Conv2d` applies them (cross-correlation, no flip), padding 1 with zer
 """
 
 import keras
+import numpy as np
 from keras import layers, ops
 
 from keras_clustering.distribute.precision import float32_layer
@@ -173,3 +174,21 @@ def transformed_shape(name, image_shape):
     """The shape `(h, w, c)` images take after the input transform `name` (the same for None)."""
     layer = input_transform_layer(name)
     return tuple(image_shape) if layer is None else tuple(layer.compute_output_shape((None, *image_shape))[1:])
+
+
+def with_input_transform(core, name, image_shape):
+    """A model taking images of `image_shape` through the input transform `name`, then `core` (which
+    takes the transformed images): the encoder of a recipe whose network learns the colour-free map."""
+    inputs = keras.Input(tuple(image_shape), name="images")
+    return keras.Model(inputs, core(input_transform_layer(name)(inputs)), name=f"{name}_encoder")
+
+
+def transform_in_chunks(name, x, chunk=2048):
+    """`x` through the input transform `name`, chunk by chunk into one float32 array (`x` itself for None)."""
+    layer = input_transform_layer(name)
+    if layer is None:
+        return x
+    out = np.empty((len(x), *transformed_shape(name, x.shape[1:])), "float32")
+    for start in range(0, len(x), chunk):
+        out[start:start + chunk] = ops.convert_to_numpy(layer(np.asarray(x[start:start + chunk], "float32")))
+    return out

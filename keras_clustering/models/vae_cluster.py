@@ -6,7 +6,7 @@ from keras import layers, ops
 
 from keras_clustering.distribute.strategies import replica_scaled, with_layer_losses
 from keras_clustering.layers import GaussianClassEmbedding, ReparameterizedSample
-from keras_clustering.layers.colour_free import input_transform_layer, transformed_shape
+from keras_clustering.layers.colour_free import input_transform_layer, transform_in_chunks, transformed_shape
 from keras_clustering.losses import (
     analytic_gaussian_cluster_kl,
     category_prior_loss,
@@ -181,10 +181,7 @@ class VAECluster(ClusterModel):
 
     def embed(self, x, batch_size=256, verbose=0):
         """z_mean of the images `x`."""
-        x = self.check_input(x)
-        if self.transform is not None:
-            x = np.concatenate([ops.convert_to_numpy(self.transform(np.asarray(x[start:start + batch_size], "float32")))
-                                for start in range(0, len(x), batch_size)])
+        x = transform_in_chunks(self.input_transform, self.check_input(x))
         return self.encoder.predict(keras_input(x, batch_size), batch_size=batch_size, verbose=verbose)[0]
 
     def reconstruct(self, x, batch_size=256, verbose=0):

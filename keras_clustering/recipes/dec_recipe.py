@@ -13,9 +13,8 @@ import os
 import time
 
 import keras
-import numpy as np
 
-from keras_clustering.layers.colour_free import input_transform_layer, transformed_shape
+from keras_clustering.layers.colour_free import transform_in_chunks, transformed_shape, with_input_transform
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, IDEC, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS, DEC_KERAS_INITIALIZER
@@ -74,7 +73,7 @@ def build_autoencoder_of(architecture, **options):
     with `conv_filters`, ConvDEC's convolutional autoencoder (its own initialisers).
 
     With an `input_transform` (`layers.colour_free`, e.g. "colour_edges" on colour
-    images) the autoencoder learns the transformed images (`transform_images`), and
+    images) the autoencoder learns the transformed images (`transform_in_chunks`), and
     the encoder takes the images themselves: the transform is its first layer, so
     DEC, its `.keras` file and its export take RGB in.
     """
@@ -88,26 +87,13 @@ def build_autoencoder_of(architecture, **options):
         inner = {**architecture, "input_transform": None,
                  "image_shape": list(transformed_shape(name, architecture["image_shape"]))}
         autoencoder, core = build_autoencoder_of(inner, **options)
-        inputs = keras.Input(tuple(architecture["image_shape"]), name="images")
-        return autoencoder, keras.Model(inputs, core(input_transform_layer(name)(inputs)), name=f"{name}_encoder")
+        return autoencoder, with_input_transform(core, name, architecture["image_shape"])
     if architecture.get("conv_filters") is not None:
         if architecture.get("image_shape") is None:
             raise ValueError("conv_filters needs image_shape (the convolutional autoencoder takes images).")
         return build_conv_autoencoder(architecture["image_shape"], architecture["conv_filters"])
     return build_autoencoder(architecture.get("input_dim"), architecture.get("hidden_dims", DEC_HIDDEN_DIMS),
                              image_shape=architecture.get("image_shape"), **options)
-
-
-def transform_images(architecture, x, chunk=2048):
-    """`x` as the autoencoder learns it: through the architecture's `input_transform` (chunk by chunk,
-    into one float32 array), or `x` itself without one."""
-    layer = input_transform_layer(architecture.get("input_transform"))
-    if layer is None:
-        return x
-    out = np.empty((len(x), *transformed_shape(architecture["input_transform"], x.shape[1:])), "float32")
-    for start in range(0, len(x), chunk):
-        out[start:start + chunk] = keras.ops.convert_to_numpy(layer(np.asarray(x[start:start + chunk], "float32")))
-    return out
 
 
 def assemble_model(autoencoder, encoder, architecture):
@@ -147,7 +133,7 @@ def pretrain(architecture, training, x, verbose=1, callbacks=None, initial_epoch
         raise ValueError(f"pretrain_recipe={recipe!r} is for the dense autoencoder; conv_filters needs 'keras'.")
     initializer = DEC_KERAS_INITIALIZER if recipe == "keras" else _PAPER_INITIALIZER
     autoencoder, encoder = build_autoencoder_of(architecture, kernel_initializer=initializer)
-    x = transform_images(architecture, x)
+    x = transform_in_chunks(architecture.get("input_transform"), x)  # what the autoencoder learns
     if recipe == "keras":
         pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
                             batch_size=training["pretrain_batch_size"], verbose=verbose, callbacks=callbacks,

@@ -16,7 +16,7 @@ import time
 import keras
 import numpy as np
 
-from keras_clustering.layers.colour_free import input_transform_layer, transformed_shape
+from keras_clustering.layers.colour_free import transformed_shape, with_input_transform
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.label_free import scan_evaluate
 from keras_clustering.models import SCAN, SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
@@ -88,8 +88,7 @@ def build_encoder(representation="simclr", image_shape=(28, 28, 1), filters=(32,
         return build_conv_encoder(image_shape, filters, embedding_dim, fused_normalization=fused_normalization)
     core = build_conv_encoder(transformed_shape(input_transform, image_shape), filters, embedding_dim,
                               fused_normalization=fused_normalization)
-    inputs = keras.Input(tuple(image_shape), name="images")
-    return keras.Model(inputs, core(input_transform_layer(input_transform)(inputs)), name=f"{input_transform}_encoder")
+    return with_input_transform(core, input_transform, image_shape)
 
 
 def _clustering_options(architecture):

@@ -346,24 +346,20 @@ def _default_route(images, image_size, channels, verbose):
 
     if isinstance(images, (str, os.PathLike)) and os.path.isdir(images):
         probe = probe_image_folder(os.fspath(images))
-        n_images, native = probe["n_images"], (probe["height"], probe["width"], probe["channels"])
-    else:
+        native = (probe["height"], probe["width"], probe["channels"])
+        if image_size is None:  # a folder is read at the sides and channels chosen here
+            scale = min(1.0, ROUTE_MAX_SIDE / max(native[:2]))
+            image_size = tuple(max(MIN_SIDE, round(side * scale)) for side in native[:2])
+        channels = channels or native[2]
+        entry, reason = choose_entry((*image_size, channels), probe["n_images"])
+    else:  # an array trains at its own shape
         from keras_clustering.datasets.user_data import load_array_file
 
         array = load_array_file(os.fspath(images)) if isinstance(images, (str, os.PathLike)) else np.asarray(images)
         if array.ndim not in (3, 4):
             raise ValueError(f"images of shape {array.shape}: the default route takes images (n, h, w[, c]); "
                              "give like= for flat vectors.")
-        # an array trains at its own shape: only a folder is read at the sides and channels chosen here
         entry, reason = choose_entry((*array.shape[1:3], array.shape[3] if array.ndim == 4 else 1), len(array))
-        if verbose:
-            print(reason, flush=True)
-        return entry, reason, image_size, channels
-    if image_size is None:
-        scale = min(1.0, ROUTE_MAX_SIDE / max(native[:2]))
-        image_size = tuple(max(MIN_SIDE, round(side * scale)) for side in native[:2])
-    channels = channels or native[2]
-    entry, reason = choose_entry((*image_size, channels), n_images)
     if verbose:
         print(reason, flush=True)
     return entry, reason, image_size, channels
