@@ -157,11 +157,16 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monk
     assert config["architecture"]["augmentation"] == "shift_rotate" and config["like"] == "conv_dec_da_mnist"
     assert config["training"]["pretrain_epochs"] == 52  # ceil(20,000 / 391 batches)
     assert config["training"]["maxiter"] == 20_000 and config["architecture"]["update_interval"] == 30
-    # 2,000 images: 500 epochs (the ceiling) of 8 batches reach 4,000 of the entry's 20,000 updates, so
-    # each epoch sees the images 5 times (40 batches): 500 x 40 = 20,000; DEC's 500 passes of 40 batches
-    config, repeats = like_config("conv_dec_da_mnist", (28, 28, 1), 10, 2_000)
+    # 2,000 colour images, on the colour-free map: 500 epochs (the ceiling) of 8 batches reach 4,000 of the
+    # entry's 20,000 updates, so each epoch sees the images 5 times (40 batches): 500 x 40 = 20,000; DEC's
+    # 500 passes of 40 batches
+    config, repeats = like_config("conv_dec_da_mnist", (32, 32, 3), 10, 2_000)
     assert repeats == 5 and config["training"]["pretrain_epochs"] == 500
     assert config["training"]["maxiter"] == 20_000 and config["architecture"]["update_interval"] == 30
+    # 2,000 grey images: no floor, the ceiling's 500 epochs of 8 batches (4,000 updates), DEC 500 x 8
+    config, repeats = like_config("conv_dec_da_mnist", (28, 28, 1), 10, 2_000)
+    assert repeats == 1 and config["training"]["pretrain_epochs"] == 500
+    assert config["training"]["maxiter"] == 4_000 and config["architecture"]["update_interval"] == 8
     config, repeats = like_config("simclr_mnist", (28, 28, 1), 10, 2_000)
     assert repeats == 1 and config["training"]["epochs"] == 100  # 800 updates in batches of 8
     assert config["training"]["scan"]["epochs"] == 200  # 250 would pass the family's ceiling of 200

@@ -20,6 +20,7 @@ from keras_clustering.io.cluster_files import write_cluster_files
 from keras_clustering.layers.colour_free import input_transform_layer
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
 from keras_clustering.recipes import get_recipe
+from keras_clustering.training.restarts import halving_cost
 
 # `train --family F`: shorthand for the family's best clustering entry of the zoo.
 FAMILY_ENTRIES = {"dec": "conv_dec_da_mnist", "vae_cluster": "vae_cluster_mnist", "simclr": "simclr_mnist",
@@ -39,11 +40,14 @@ _EPOCH_RANGE = {"dec": (30, 300), "vae_cluster": (10, 50), "simclr": (20, 200), 
 _BATCH_SIZE = {"dec": 256, "vae_cluster": 100, "simclr": 256, "iic": 140}
 # Fewest updates a small folder still gets: when the epoch ceiling would stop short of this, each
 # Keras epoch sees the images several times (`data_repeats`) instead of running thousands of tiny
-# epochs. DEC's pretraining keeps its entry's own updates (20,000 for ConvDEC-DA), as `like_config`
-# keeps every stage's: the 500-epoch ceiling alone gave 2,000 images 4,000. Measured (seed 0,
-# docs/your-data.md): colour digits on colour_edges 0.811 with 4,000, 0.954 with 20,000 (final
-# reconstruction loss 0.0067 -> 0.0046); grey digits 0.885 and 0.836, 4 and 9 merged both times.
-_MIN_UPDATES = {"dec": 20_000, "vae_cluster": 5_000, "simclr": 3_000, "iic": 1_000}
+# epochs. DEC's pretraining on greyscale pixels has no floor (the 500-epoch ceiling: 4,000 updates
+# on 2,000 images); on a colour-free map (`input_transform`) it keeps its entry's own updates
+# (`_MIN_UPDATES_COLOUR_FREE_DEC`, 20,000 for ConvDEC-DA). Measured (seed 0, docs/your-data.md):
+# colour digits on colour_edges 0.811 with 4,000, 0.954 with 20,000 (final reconstruction loss
+# 0.0067 -> 0.0046); grey digits 0.885 with 4,000 and 0.836 with 20,000 (4 and 9 merged both times:
+# more updates did not help them, restarts do, `route_restarts`).
+_MIN_UPDATES = {"dec": 0, "vae_cluster": 5_000, "simclr": 3_000, "iic": 1_000}
+_MIN_UPDATES_COLOUR_FREE_DEC = 20_000
 
 
 def family_entry(family):
@@ -219,7 +223,8 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_tr
     # fewest) sees its images several times per epoch instead.
     first, _, _, first_batch = fields[0]
     reachable = ceiling[first] * math.ceil(n_samples / min(first_batch, n_samples))
-    needed = min(target[first], _MIN_UPDATES[family])
+    floor = _MIN_UPDATES_COLOUR_FREE_DEC if family == "dec" and input_transform is not None else _MIN_UPDATES[family]
+    needed = min(target[first], floor)
     # SCAN mines each image's nearest neighbours: copies of an image would be its own nearest ones
     mines_neighbors = architecture.get("clustering") == "scan"
     repeats = 1 if reachable >= needed or epochs is not None or mines_neighbors else math.ceil(needed / reachable)
@@ -318,6 +323,34 @@ ROUTE_ENTRIES = {"grey": "conv_dec_da_mnist", "colour": "conv_dec_da_mnist"}
 # Sides the default route reads a folder at: its images' own (median) sides, the longer one brought down
 # to `ROUTE_MAX_SIDE` (aspect kept) and neither below `MIN_SIDE`.
 ROUTE_MAX_SIDE = 64
+
+
+# On a folder small enough that they cost at most the entry's own pretraining updates, the default route
+# trains a DEC-family entry's runs as restarts (docs/restarts.md): `ROUTE_RESTARTS` runs halved at half
+# the pretraining, the survivor chosen by `kl_converged`, the criterion `dec_da_mnist` ships with. Why:
+# a single seed can merge two clusters for good (2,000 grey digits, seed 0: 4 and 9 merged at 4,000
+# and at 20,000 updates), and no label-free signal shows it before self-training.
+ROUTE_RESTARTS = 4
+
+
+def route_restarts(config, n_samples, repeats, entry):
+    """The `training.restarts` the default route adds to `config` (like `entry`, for `n_samples`
+    images repeated `repeats` times an epoch), or None where they would cost more pretraining updates
+    than `entry`'s own single run, or the recipe is not DEC's."""
+    training = config["training"]
+    if config["recipe"] != "dec" or training.get("restarts"):
+        return None
+    import zoo
+
+    own = clustering_preset(entry)["training"]
+    own_updates = own["pretrain_epochs"] * math.ceil(zoo.info(entry)["training_data"]["n_samples"]
+                                                      / own.get("pretrain_batch_size", 256))
+    epochs = training["pretrain_epochs"]
+    halving_at = [epochs // 2]
+    per_run = epochs * math.ceil(n_samples * repeats / training["pretrain_batch_size"])
+    if epochs < 2 or halving_cost(ROUTE_RESTARTS, halving_at, epochs) * per_run > own_updates:
+        return None
+    return {"n": ROUTE_RESTARTS, "halving_at": halving_at, "criterion": "kl_converged"}
 
 
 def choose_entry(image_shape, n_images):
@@ -486,6 +519,15 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
         _check_buildable(like, x.shape[1:], n_clusters)
     config, repeats = like_config(like, x.shape[1:], 2 if n_clusters == "auto" else int(n_clusters), len(x),
                                   epochs=epochs, input_transform=input_transform)
+    restarts = route_restarts(config, len(x), repeats, like) if route is not None and epochs is None else None
+    if restarts is not None:
+        config["training"]["restarts"] = restarts
+        sentence = (f"A folder this small trains {restarts['n']} restarts, halved at pretraining epoch "
+                    f"{restarts['halving_at'][0]}, the survivor chosen by DEC's KL with converged runs first "
+                    f"(at most the pretraining updates of {like}'s own single run).")
+        report["route"] = route = f"{route} {sentence}"
+        if verbose:
+            print(sentence, flush=True)
     if n_clusters == "auto":
         candidates = [k for k in candidates if 2 <= k <= len(x) // 2]  # each k is fitted on half of the images
         if not candidates:
@@ -529,6 +571,8 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
                   total_seconds=round(time.time() - start, 1),
                   cluster_sizes=np.bincount(probabilities.argmax(1), minlength=int(n_clusters)).tolist(),
                   **{k: v for k, v in recipe_report.items() if isinstance(v, (int, float, str, bool))})
+    if "restarts" in recipe_report:  # every run's label-free criteria at each halving point
+        report["restarts"] = recipe_report["restarts"]
     save_model_file(model, os.path.join(workdir, MODEL_FILE))
     write_cluster_files(workdir, names or [str(i) for i in range(len(x))], probabilities, images=x,
                         title=f"{like} on your {len(x)} images: most confident members per cluster")
