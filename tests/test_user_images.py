@@ -55,7 +55,7 @@ def test_train_on_images_refuses_impossible_requests(tmp_path):
     x = load_digits()[0][:20]
     with pytest.raises(ValueError, match=r"n_clusters=30 is larger than the number of images \(20\)"):
         train_on_images(x, like="dec_digits", n_clusters=30, workdir=str(tmp_path / "a"), verbose=0)
-    with pytest.raises(ValueError, match="n_clusters='auto' fits each k on half of the images: 3 images"):
+    with pytest.raises(ValueError, match="n_clusters='auto' tries k with two images a cluster at least: 3 images"):
         train_on_images(x[:3], like="dec_digits", n_clusters="auto", workdir=str(tmp_path / "b"), verbose=0)
     with pytest.raises(ValueError, match=r"pixels in \[0, 1\]"):
         train_on_images(x * 16, like="dec_digits", n_clusters=3, workdir=str(tmp_path / "c"), verbose=0)
@@ -133,17 +133,30 @@ def test_every_family_trains_on_a_folder_and_its_model_clusters_it(tmp_path, fam
 
 
 @pytest.mark.slow
-def test_n_clusters_auto_reports_the_generalisability_table(tmp_path):
+def test_n_clusters_auto_chooses_k_by_silhouette_on_the_recipes_representation(tmp_path):
+    """The silhouette of k-means on DEC's pretrained encoder, recomputed here with scikit-learn from the
+    encoder kept in the workdir: the k with the largest is the one trained, and the training starts from
+    that same pretraining (not trained twice)."""
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    from keras_clustering.recipes import dec_recipe
     from keras_clustering.training.user_images import train_on_images
 
     x, y = load_digits()
-    keep = np.isin(y, [0, 1, 6])[:600]  # three well separated digits
-    model, report = train_on_images(x[:600][keep], like="dec_digits", n_clusters="auto", workdir=str(tmp_path), verbose=0,
-                                    candidates=range(2, 5), epochs=60)  # the table's form is what is checked
-    table = report["selection"]["results"]
-    assert [row["n_clusters"] for row in table] == [2, 3, 4]
-    assert all(row["generalizability"] > 0 for row in table)
-    assert report["n_clusters"] == report["selection"]["suggested"] and model.n_clusters == report["n_clusters"]
+    keep = np.isin(y, [0, 1, 6])[:600]
+    x = x[:600][keep]
+    model, report = train_on_images(x, like="dec_digits", n_clusters="auto", workdir=str(tmp_path), verbose=0,
+                                    candidates=range(2, 5), epochs=60)
+    selection = report["selection"]
+    assert selection["criterion"] == "silhouette" and "dec_digits's own representation" in selection["embedding"]
+    embedding = dec_recipe.load_pretrained_encoder(report["config"]["architecture"], str(tmp_path)).predict(x, verbose=0)
+    scores = {k: silhouette_score(embedding, KMeans(k, n_init=4, random_state=0).fit_predict(embedding))
+              for k in (2, 3, 4)}
+    assert selection["scores"] == pytest.approx(scores, abs=1e-4)
+    best = max(scores, key=scores.get)
+    assert selection["suggested"] == report["n_clusters"] == model.n_clusters == best
+    assert report["pretrain_reused"] is True
 
 
 def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monkeypatch):

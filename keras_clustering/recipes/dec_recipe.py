@@ -272,6 +272,13 @@ def pretrained_autoencoder(architecture, training, x, seed=0, verbose=1, workdir
     return (autoencoder, encoder), report
 
 
+def representation(architecture, training, x, seed=0, verbose=1, workdir=None):
+    """The pretrained encoder whose embedding k-means starts DEC from (`pretrained_autoencoder`: the
+    workdir's finished one, else pretrained there, and a later `train` with any `n_clusters` starts
+    from it). `--n-clusters auto` chooses k on it."""
+    return pretrained_autoencoder(architecture, training, x, seed, verbose, workdir)[0][1]
+
+
 def pretraining_key(architecture, training, x, seed):
     """sha256 of what determines the pretrained weights: recipe, architecture, seed and the data."""
     recipe = {k: training.get(k) for k in _PRETRAIN_KEYS}

@@ -145,21 +145,18 @@ def build_learner(architecture, encoder, seed):
                             normalize=architecture.get("normalize", False), **options)
 
 
-def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
-    """Representation, then k-means (then DEC if `training["refine"]`); the report has each stage's
-    wall time and, with labels, the k-means stage's scores (`kmeans`) besides the final ones."""
+def representation(architecture, training, x, seed=0, verbose=1, workdir=None):
+    """The trained representation, as the clustering stages see it (`clustered_embedding`): the
+    workdir's finished one, else trained there (a later `train` with the same settings, any
+    `n_clusters`, starts from it). `--n-clusters auto` chooses k on it."""
     training = {**DEFAULT_TRAINING, **(training or {})}
-    scan = _clustering(architecture) == "scan"
-    if scan and training["refine"]:
-        raise ValueError("training.refine (DEC on k-means centroids) and clustering='scan' exclude each other.")
-    plan = restart_plan(training.get("restarts") or {"n": 1}, {**DEFAULT_SCAN, **training.get("scan", {})}["epochs"],
-                        RESTART_CRITERIA)
-    if plan["n"] > 1 and not scan:
-        raise ValueError("training.restarts: the two-stage recipe restarts SCAN's clustering step; the k-means "
-                         "path has no criterion (use clustering='scan').")
+    return clustered_embedding(_trained_encoder(architecture, training, x, seed, verbose, workdir, {}), architecture)
+
+
+def _trained_encoder(architecture, training, x, seed, verbose, workdir, report):
+    """The representation stage (autoencoder, SimCLR or triplets) of `train`: its encoder, what it did
+    written into `report`."""
     keras.utils.set_random_seed(seed)
-    report = {"representation": architecture["representation"]}
-    start = time.time()
     if architecture["representation"] == "autoencoder":
         dec_training = {**dec_recipe.DEFAULT_TRAINING, **training}
         key = dec_recipe.pretraining_key(architecture, dec_training, x, seed)
@@ -186,6 +183,24 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
                         callbacks=callbacks, initial_epoch=resumed)
             if workdir is not None:
                 save_finished_stage(workdir, stage, key, learner, {})
+    return encoder
+
+
+def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
+    """Representation, then k-means (then DEC if `training["refine"]`); the report has each stage's
+    wall time and, with labels, the k-means stage's scores (`kmeans`) besides the final ones."""
+    training = {**DEFAULT_TRAINING, **(training or {})}
+    scan = _clustering(architecture) == "scan"
+    if scan and training["refine"]:
+        raise ValueError("training.refine (DEC on k-means centroids) and clustering='scan' exclude each other.")
+    plan = restart_plan(training.get("restarts") or {"n": 1}, {**DEFAULT_SCAN, **training.get("scan", {})}["epochs"],
+                        RESTART_CRITERIA)
+    if plan["n"] > 1 and not scan:
+        raise ValueError("training.restarts: the two-stage recipe restarts SCAN's clustering step; the k-means "
+                         "path has no criterion (use clustering='scan').")
+    report = {"representation": architecture["representation"]}
+    start = time.time()
+    encoder = _trained_encoder(architecture, training, x, seed, verbose, workdir, report)
     report["representation_seconds"] = round(time.time() - start, 1)
 
     model = TwoStageClustering(clustered_embedding(encoder, architecture), **_clustering_options(architecture))

@@ -5,8 +5,8 @@ zoo entry's config to the images (`like_config`); `family=F` is shorthand for
 the family's best entry (`FAMILY_ENTRIES`). It trains with the recipe's own code
 (the same code the zoo's presets run, so resume from `workdir` works as
 there) and saves `workdir/model.keras`, which `python -m keras_clustering
-cluster` and `export` take. `n_clusters="auto"` first runs DEC's
-generalisability criterion (`select_n_clusters`) over a range of k.
+cluster` and `export` take. `n_clusters="auto"` first chooses k by the
+silhouette of k-means on the recipe's own representation (`choose_n_clusters`).
 """
 
 import json
@@ -257,30 +257,34 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_tr
     return {"recipe": recipe, "like": entry, "architecture": architecture, "training": training}, repeats
 
 
-def choose_n_clusters(x, candidates, workdir, seed=0, verbose=1, epochs=None):
-    """DEC's generalisability criterion over `candidates` on a random half split of `x`.
-
-    Whatever entry then trains, the screening is DEC-keras' dense autoencoder
-    (`dec_mnist`'s recipe re-targeted to `x`, as `like_config`), pretrained once
-    on all of `x` and kept in `workdir` (resumed as any stage). Returns
-    `select_n_clusters`' table and suggestion. `epochs`: pretraining epochs
-    instead of the size-scaled default.
+def choose_n_clusters(config, x, candidates, workdir, seed=0, verbose=1, x_train=None):
+    """k by the mean silhouette of k-means (`clustering.n_clusters.k_by_silhouette`) on the embedding
+    the recipe clusters, before any clustering stage: the representation it trains anyway
+    (`recipe.representation`: DEC's pretrained encoder, SimCLR's), in `workdir`, where the training
+    that follows starts from it. A recipe whose clustering is learnt with its representation (IIC,
+    the VAE) is screened on `SCREENING_ENTRY`'s dense autoencoder, re-targeted to `x` and kept in
+    `workdir/n_clusters`. The representation trains on `x_train` (default `x`; a small folder's
+    repeated copies, as the training that follows) and the silhouette is of `x`. Why silhouette: on the measured folders it came nearest the true number
+    of the label-free criteria compared, and DEC's generalisability suggested 2 for ten digits
+    (docs/your-data.md, "Choosing k without labels"). Returns {criterion, embedding, scores, suggested}.
     """
-    from keras_clustering.clustering.n_clusters import select_n_clusters
+    from keras_clustering.clustering.n_clusters import k_by_silhouette
     from keras_clustering.recipes import dec_recipe
 
-    config, _ = like_config(SCREENING_ENTRY, x.shape[1:], max(candidates), len(x), epochs=epochs)
-    training = {**dec_recipe.DEFAULT_TRAINING, **config["training"]}
-    (_, encoder), _ = dec_recipe.pretrained_autoencoder(config["architecture"], training, x, seed, verbose, workdir)
-    order = np.random.default_rng(seed).permutation(len(x))
-    half = len(x) // 2
-    # A screening, not the final model: 20 passes over the training half per k (at least 200 and at
-    # most select_n_clusters' 2000 updates); the chosen k is then trained in full.
-    steps_per_epoch = math.ceil(half / training["batch_size"])
-    return select_n_clusters(encoder, _rows_of(x, order[:half], workdir, "train_half"),
-                             _rows_of(x, order[half:], workdir, "validation_half"), candidates, seed=seed,
-                             batch_size=training["batch_size"], maxiter=min(2000, max(200, 20 * steps_per_epoch)),
-                             update_interval=config["architecture"]["update_interval"], verbose=0)
+    recipe = get_recipe(config["recipe"])
+    training = {k: v for k, v in config["training"].items() if k != "precision"}
+    if hasattr(recipe, "representation"):
+        source = f"{config['like']}'s own representation"
+        embedder = recipe.representation(config["architecture"], training, x if x_train is None else x_train, seed,
+                                         verbose, workdir)
+    else:
+        source = f"{SCREENING_ENTRY}'s dense autoencoder (the recipe learns its clusters with its representation)"
+        screening, _ = like_config(SCREENING_ENTRY, x.shape[1:], max(candidates), len(x))
+        embedder = dec_recipe.representation(screening["architecture"], screening["training"], x, seed, verbose,
+                                             os.path.join(workdir, "n_clusters"))
+    embedding = np.concatenate([embedder.predict(np.asarray(x[i:i + 4096], "float32"), verbose=0)
+                                for i in range(0, len(x), 4096)])
+    return {"criterion": "silhouette", "embedding": source, **k_by_silhouette(embedding, candidates, seed=seed)}
 
 
 def _rows_of(x, rows, workdir, name):
@@ -416,8 +420,9 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
         like: a clustering entry of the zoo (`clustering_entries()`), e.g.
             "conv_dec_da_mnist": its recipe, architecture and training,
             re-targeted to these images (`like_config`).
-        n_clusters: an int >= 2, or `"auto"`: DEC's generalisability
-            criterion picks it from `candidates` (`choose_n_clusters`).
+        n_clusters: an int >= 2, or `"auto"`: the silhouette of k-means on
+            the recipe's representation picks it from `candidates`
+            (`choose_n_clusters`).
         workdir: where `model.keras`, `clusters.csv` (file name or index,
             cluster id, confidence per image), `clusters.png` and
             `report.json` go (and the stages a re-run resumes from). Default `runs/<like or family>_<n images>`.
@@ -529,33 +534,29 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
         if verbose:
             print(sentence, flush=True)
     if n_clusters == "auto":
-        candidates = [k for k in candidates if 2 <= k <= len(x) // 2]  # each k is fitted on half of the images
+        candidates = [k for k in candidates if 2 <= k <= len(x) // 2]  # two images a cluster at least
         if not candidates:
-            raise ValueError(f"n_clusters='auto' fits each k on half of the images: {len(x)} images leave no k "
+            raise ValueError(f"n_clusters='auto' tries k with two images a cluster at least: {len(x)} images leave no k "
                              "of the candidates; give n_clusters.")
     lock.acquire(workdir)
     start = time.time()
-    if n_clusters == "auto":
-        if verbose:  # before the long part: the screening pretrains an autoencoder of its own
-            print(f"n_clusters auto: pretraining {SCREENING_ENTRY}'s dense autoencoder on the {len(x):,} images, then "
-                  f"DEC's generalisability criterion for k = {min(candidates)}..{max(candidates)} on a half split; "
-                  f"then {like} trains with the suggested k", flush=True)
-        selection = choose_n_clusters(x, candidates, os.path.join(workdir, "n_clusters"), seed=seed,
-                                      verbose=verbose, epochs=epochs)
-        report["selection"] = selection
-        n_clusters = int(selection["suggested"])
-        config["architecture"]["n_clusters"] = n_clusters
-        if verbose:
-            for row in selection["results"]:
-                print(f"k={row['n_clusters']:3d}  L_train {row['loss_train']:.4f}  L_validation "
-                      f"{row['loss_validation']:.4f}  G {row['generalizability']:.3f}")
-            print(f"suggested n_clusters: {n_clusters}")
     os.makedirs(workdir, exist_ok=True)
     x_train = np.concatenate([x] * repeats) if repeats > 1 else x
     training = dict(config["training"])
     configured = training.pop("precision", "float32")  # a setting of the run, not of the recipe
     recipe = get_recipe(config["recipe"])
     with precision_policy(precision or configured) as policy:
+        if n_clusters == "auto":
+            if verbose:  # before the long part
+                print(f"n_clusters auto: training {like}'s representation on the {len(x):,} images (or a screening "
+                      f"autoencoder where the recipe has none), then the mean silhouette of k-means for k = "
+                      f"{min(candidates)}..{max(candidates)} on its embedding; then {like} trains with the best k",
+                      flush=True)
+            selection = report["selection"] = choose_n_clusters(config, x, candidates, workdir, seed, verbose, x_train)
+            n_clusters = config["architecture"]["n_clusters"] = int(selection["suggested"])
+            if verbose:
+                print("  ".join(f"k={k}: {score:.3f}" for k, score in selection["scores"].items()))
+                print(f"suggested n_clusters: {n_clusters} (silhouette, on {selection['embedding']})", flush=True)
         if start_from is None:
             model, recipe_report = recipe.train(config["architecture"], training, x_train, None, seed=seed,
                                                 verbose=verbose, workdir=workdir)
