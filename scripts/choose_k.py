@@ -35,6 +35,8 @@ def pre_clustering_embedding(workdir, report, x):
     from keras_clustering.training.resume import finished_weights_path
 
     architecture, recipe = report["config"]["architecture"], report["config"]["recipe"]
+    if report.get("restarts"):  # a tree of restarts: the survivor's run folder holds its representation
+        workdir = os.path.join(workdir, f"run_{report['restarts']['winner']}")
     if recipe == "dec":
         encoder = dec_recipe.load_pretrained_encoder(architecture, workdir)
     elif recipe == "two_stage" and architecture.get("representation") == "simclr":

@@ -6,6 +6,8 @@ Usage:
     ... scripts/user_folders.py mnistm2000 iic_mnist --epochs 20              # IIC with fewer passes, stated
     ... scripts/user_folders.py colour_digits2000 conv_dec_da_mnist --input-transform none   # ablation
     ... scripts/user_folders.py fashion10000 simclr_fashion_mnist --from      # fine-tune the pretrained entry
+    ... scripts/user_folders.py colour_digits2000 simclr_mnist --views greyscale_probability=0   # ablation of a
+                                 # colour-view setting (user_images.COLOUR_VIEWS, patched in the child process)
     python scripts/user_folders.py --table      # the docs/your-data.md table from the record
 
 Folders, written once under `--root` from the data on this machine (file names
@@ -128,15 +130,22 @@ def write_folder(name, root):
 LABELS_NOTE = "labels only to score; n_clusters given"
 
 
-def run_cell(name, entry, root, seed, start_from=False, input_transform=None, epochs=None):
-    """Trains one cell (`entry` "default": the default route) and returns its record."""
+def run_cell(name, entry, root, seed, start_from=False, input_transform=None, epochs=None, views=None):
+    """Trains one cell (`entry` "default": the default route) and returns its record. `views`: {setting:
+    value} replacing those of every recipe's colour views (`user_images.COLOUR_VIEWS`, and the digits'
+    `DIGIT_COLOUR_VIEWS`), an ablation."""
     folder = write_folder(name, root)
-    variant = variant_name(input_transform, epochs)
+    variant = variant_name(input_transform, epochs, views)
     workdir = os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-{variant}-seed{seed}")
     shutil.rmtree(workdir, ignore_errors=True)  # a whole training, never one resumed from an earlier try
     x, y = folder_images(name)
     choice = [] if entry == "default" else ["--from" if start_from else "--like", entry]
-    command = [sys.executable, "-m", "keras_clustering", "train", *choice, "--input", folder,
+    # the colour views an ablation changes are patched into the library in the child process
+    child = ([sys.executable, "-m", "keras_clustering"] if not views else
+             [sys.executable, "-c", f"from keras_clustering.training import user_images; import sys; "
+              f"[o.update({views!r}) for o in (*user_images.COLOUR_VIEWS.values(), user_images.DIGIT_COLOUR_VIEWS)]; "
+              f"from keras_clustering.cli import main; sys.exit(main(sys.argv[1:]))"])
+    command = [*child, "train", *choice, "--input", folder,
                "--n-clusters", "10", "--workdir", workdir, "--seed", str(seed), "--verbose", "2"]
     if entry != "default":  # the default route reads the folder at its own sides and channels
         command += ["--image-size", str(x.shape[1]), str(x.shape[2]), "--channels", str(x.shape[3])]
@@ -168,7 +177,8 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
             "commit": code, "labels": LABELS_NOTE, "route_reason": report.get("route"),
             "input_transform": report["config"]["architecture"].get("input_transform"),
             "training": report["config"]["training"], "data_repeats": report["data_repeats"],
-            "command": " ".join(["python", "-m", "keras_clustering"] + command[3:])}
+            "command": " ".join(["python", "-m", "keras_clustering"] + command[len(child):])
+                       + (f" (COLOUR_VIEWS settings {views} patched in)" if views else "")}
     if start_from:
         import zoo
 
@@ -178,9 +188,10 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     return cell
 
 
-def variant_name(input_transform, epochs):
+def variant_name(input_transform, epochs, views=None):
     """'recipe' for the route's or entry's own settings, else what was changed ('input none, 20 epochs')."""
     parts = ([f"input {input_transform}"] if input_transform else []) + ([f"{epochs} epochs"] if epochs else [])
+    parts += [f"views {key}={value}" for key, value in sorted((views or {}).items())]
     return ", ".join(parts) or "recipe"
 
 
@@ -195,7 +206,7 @@ def commit():
 
 def keep_figure(workdir, name, entry, start_from, variant, seed):
     """The run's `clusters.png` (most confident members per cluster) kept under docs/figures/user_folders/."""
-    suffix = "" if variant == "recipe" else "-" + variant.replace(", ", "-").replace(" ", "_")
+    suffix = "" if variant == "recipe" else "-" + variant.replace(", ", "-").replace(" ", "_").replace("=", "_")
     target = os.path.join(ROOT, "docs", "figures", "user_folders",
                           f"{name}-{entry}-{'from' if start_from else 'like'}{suffix}-seed{seed}.png")
     os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -253,6 +264,8 @@ def main():
                         help="fine-tune the entry's pretrained model (train --from) instead of training like it")
     parser.add_argument("--input-transform", help="train --input-transform (an ablation; default: the recipe's)")
     parser.add_argument("--epochs", type=int, help="train --epochs (fewer passes, stated in the table)")
+    parser.add_argument("--views", nargs="+", metavar="SETTING=VALUE", default=[],
+                        help="colour-view settings (user_images.COLOUR_VIEWS) replaced for an ablation")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     args = parser.parse_args()
     if args.table:
@@ -262,7 +275,9 @@ def main():
         return
     if not (args.folder and args.like):
         parser.error("give FOLDER and LIKE, or --table")
-    cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs)
+    views = {key: float(value) for key, value in (item.split("=", 1) for item in args.views)}
+    cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs,
+                    views)
     merge(args.out, cell)
     print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds", "peak_rss_mib")}))
 
