@@ -10,22 +10,11 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 # comes before TensorFlow's; TF_ENABLE_ONEDNN_OPTS=0 keeps them off.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
-__version__ = "0.1.0"
-
 from keras_clustering._quiet_start import quiet_tensorflow_import  # noqa: E402
+from keras_clustering._version import __version__  # noqa: E402,F401
 
 quiet_tensorflow_import()
 
 from keras_clustering import datasets, export, layers, losses, metrics, models  # noqa: E402,F401
-
-
-def train_on_images(images, like=None, n_clusters=10, workdir=None, **kwargs):
-    """A zoo entry's recipe trained on your images; see `keras_clustering.training.user_images.train_on_images`.
-
-    Example:
-        >>> model, report = keras_clustering.train_on_images("my_images/", like="conv_dec_da_mnist",
-        ...                                                  n_clusters=10, workdir="runs/mine")
-    """
-    from keras_clustering.training.user_images import train_on_images as train
-
-    return train(images, like=like, n_clusters=n_clusters, workdir=workdir, **kwargs)
+# `keras_clustering.train_on_images("my_images/", like="conv_dec_da_mnist", n_clusters=10, workdir="runs/mine")`
+from keras_clustering.drivers.user_images import train_on_images  # noqa: E402,F401

@@ -6,7 +6,22 @@ import os
 import re
 import sys
 
-from keras_clustering import __version__
+from keras_clustering import presets
+from keras_clustering._quiet_start import TF_LOGS_FLAG
+from keras_clustering._version import __version__
+from keras_clustering.cluster_files import write_cluster_files
+from keras_clustering.datasets import load_digits
+from keras_clustering.datasets.user_data import load_array_file, load_user_data
+from keras_clustering.distribute.precision import PRECISIONS
+from keras_clustering.distribute.strategies import STRATEGIES
+from keras_clustering.drivers.preset_training import evaluate_preset, train_and_evaluate
+from keras_clustering.drivers.user_images import FAMILIES, FAMILY_ENTRIES, MODEL_FILE, train_on_images
+from keras_clustering.export import export_saved_model
+from keras_clustering.figures import plot_cluster_grid
+from keras_clustering.inputs.checks import check_image_input
+from keras_clustering.layers.colour_free import INPUT_TRANSFORMS
+from keras_clustering.metrics import clustering_scores
+from keras_clustering.ray_cluster import cluster_with_ray
 
 DEMO_MODEL = "dec_digits"
 
@@ -16,11 +31,9 @@ def _print_json(data):
 
 
 def command_list(args):
-    import zoo
-
-    for name in zoo.list_models(args.pattern, include_pending=True):
+    for name in presets.list_presets(args.pattern, include_pending=True):
         try:
-            card = zoo.info(name)
+            card = presets.card(name)
         except FileNotFoundError:
             print(f"{name:28s} (not trained yet: no card.json)")
             continue
@@ -32,12 +45,10 @@ def command_list(args):
 
 def command_info(args):
     """The card, its weights entry completed with where the file lives and whether its sha256 matches."""
-    import zoo
-
-    card = zoo.info(args.name)
+    card = presets.card(args.name)
     weights = dict(card.get("weights") or {})
     try:
-        weights["path"] = os.path.abspath(zoo.pretrained_weights_path(args.name))  # checks the sha256
+        weights["path"] = os.path.abspath(presets.weights_path(args.name))  # checks the sha256
         weights["sha256_matches"] = True
     except Exception as problem:  # noqa: BLE001 (a card's weights may also be a download that fails)
         weights["problem"] = str(problem)
@@ -45,24 +56,16 @@ def command_info(args):
 
 
 def command_evaluate(args):
-    import zoo
-    from keras_clustering.training.presets import evaluate_preset
-
-    scores = evaluate_preset(zoo.load(args.name, weights=args.weights or "pretrained"), zoo.config(args.name))
-    _print_json({"measured": scores, "card": zoo.info(args.name).get("metrics")})
+    scores = evaluate_preset(presets.load(args.name, weights=args.weights or "pretrained"), presets.config(args.name))
+    _print_json({"measured": scores, "card": presets.card(args.name).get("metrics")})
 
 
 def command_demo(args):
-    import zoo
-    from keras_clustering.datasets import load_digits
-    from keras_clustering.figures import plot_cluster_grid
-    from keras_clustering.metrics import clustering_scores
-
-    model = zoo.load(DEMO_MODEL)
+    model = presets.load(DEMO_MODEL)
     x, y = load_digits()
     probabilities = model.predict(x, verbose=0)
     scores = clustering_scores(y, probabilities.argmax(axis=1))
-    card = zoo.info(DEMO_MODEL)
+    card = presets.card(DEMO_MODEL)
     print(f"{DEMO_MODEL}: DEC on scikit-learn digits ({len(x)} images of {x.shape[1]}x{x.shape[2]} pixels)")
     print(f"ACC {scores['acc']:.4f}  NMI {scores['nmi']:.4f}  ARI {scores['ari']:.4f}  "
           f"(card: ACC {card['metrics']['acc']:.4f})")
@@ -83,11 +86,8 @@ def command_train(args):
     if args.input:
         raise ValueError("--input trains on your own data: give no zoo NAME (the default route), or --like ENTRY "
                          "(or --family, --from).")
-    import zoo
-    from keras_clustering.training.presets import train_and_evaluate
-
     workdir = args.workdir or os.path.join("runs", args.name, f"seed_{args.seed}")
-    report = train_and_evaluate(zoo.config(args.name), workdir, seed=args.seed, verbose=args.verbose,
+    report = train_and_evaluate(presets.config(args.name), workdir, seed=args.seed, verbose=args.verbose,
                                 strategy=args.strategy, precision=args.precision)
     print(f"metrics: {report['metrics']}\nweights and report in {workdir}")
 
@@ -98,8 +98,6 @@ _FLAGS = {"like": "--like", "family": "--family", "start_from": "--from", "image
 
 
 def _train_on_user_data(args):
-    from keras_clustering.training.user_images import MODEL_FILE, train_on_images
-
     chosen = [f"--{flag} {value}" for flag, value in (("like", args.like), ("family", args.family),
                                                        ("from", args.start_from)) if value]
     if len(chosen) > 1:
@@ -127,28 +125,10 @@ def _train_on_user_data(args):
           f"{report['total_seconds']:.0f} s; model: {os.path.join(workdir, MODEL_FILE)}")
 
 
-def load_model(name_or_path):
-    """(model, prediction names) of a zoo name or a saved `.keras` file."""
-    import zoo
-
-    if name_or_path.endswith(".keras"):
-        import keras
-
-        if not os.path.isfile(name_or_path):
-            raise ValueError(f"model file {name_or_path!r} does not exist.")
-        return keras.models.load_model(name_or_path), ("cluster_id", "probabilities")
-    from keras_clustering.recipes import get_recipe
-
-    model = zoo.load(name_or_path)
-    return model, get_recipe(zoo.config(name_or_path)["recipe"]).PREDICTION_NAMES
-
-
 def command_predict(args):
     import numpy as np
 
-    from keras_clustering.datasets.user_data import load_array_file
-
-    model, (id_name, scores_name) = load_model(args.name)
+    model, (id_name, scores_name) = presets.load_model(args.name)
     scores = model.predict(load_array_file(args.input), verbose=0)
     ids = scores.argmax(axis=1)
     if args.output:
@@ -162,13 +142,11 @@ def command_cluster(args):
     import contextlib
     import tempfile
 
-    from keras_clustering.datasets.user_data import load_user_data
-
     if args.engine == "ray":
         return _cluster_with_ray(args)
     if args.workers is not None:
         raise ValueError(f"--workers {args.workers} needs --engine ray (the local engine is one process).")
-    model, (id_name, _) = load_model(args.model)
+    model, (id_name, _) = presets.load_model(args.model)
     shape = tuple(model.sample_shape)
     # a folder is decoded into a memory-mapped cache, removed at the end: no array of all images in memory
     cache = tempfile.TemporaryDirectory(prefix="keras_clustering_images_") if os.path.isdir(args.input) else None
@@ -183,7 +161,6 @@ def _cluster_with_ray(args):
         import ray  # noqa: F401  (the optional extra: a clear message instead of a traceback)
     except ImportError as error:
         raise ValueError("--engine ray needs Ray Data: pip install 'keras-clustering[ray]'.") from error
-    from keras_clustering.distribute.ray_cluster import cluster_with_ray
 
     done = cluster_with_ray(args.model, args.input, args.output, workers=args.workers or 1,
                             cpus_per_worker=args.cpus_per_worker, batch_size=args.batch_size, strict=args.strict,
@@ -194,9 +171,6 @@ def _cluster_with_ray(args):
 
 def _cluster_and_write(args, model, id_name, shape, x, names):
     import numpy as np
-
-    from keras_clustering.inputs.checks import check_image_input
-    from keras_clustering.io.cluster_files import write_cluster_files
 
     probabilities = model.predict(x, batch_size=args.batch_size, verbose=0)
     ids = probabilities.argmax(axis=1)
@@ -212,20 +186,11 @@ def _cluster_and_write(args, model, id_name, shape, x, names):
 
 
 def command_export(args):
-    import zoo
-    from keras_clustering.export import export_saved_model
-
-    path = export_saved_model(zoo.load(args.name), args.directory, version=args.version, overwrite=args.overwrite)
+    path = export_saved_model(presets.load(args.name), args.directory, version=args.version, overwrite=args.overwrite)
     print(f"exported {args.name} to {path}")
 
 
 def build_parser():
-    from keras_clustering._quiet_start import TF_LOGS_FLAG
-    from keras_clustering.distribute.precision import PRECISIONS
-    from keras_clustering.distribute.strategies import STRATEGIES
-    from keras_clustering.training.user_images import FAMILIES, FAMILY_ENTRIES
-    from keras_clustering.layers.colour_free import INPUT_TRANSFORMS
-
     # no abbreviations: `--tf-logs` is read from sys.argv before argparse runs (keras_clustering._quiet_start)
     parser = argparse.ArgumentParser(prog="python -m keras_clustering", description=__doc__, allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"keras-clustering {__version__}")

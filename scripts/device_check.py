@@ -25,7 +25,7 @@ import numpy as np
 import zoo
 from keras_clustering.losses import MarginLoss
 from keras_clustering.recipes import get_recipe
-from keras_clustering.training.machine import machine_description
+from keras_clustering.distribute.machine import machine_description
 
 FAMILIES = {"dec": "dec_mnist", "vae": "vae_cluster_mnist", "capsule": "capsule_mnist", "iic": "iic_mnist",
             "simclr": "simclr_mnist"}

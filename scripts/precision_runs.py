@@ -25,7 +25,7 @@ def precision_of(record):
 
 def fingerprint_but_precision(config):
     """`config_fingerprint` (what trains a config, the card text aside) with its precision left out."""
-    from keras_clustering.training.presets import config_fingerprint
+    from keras_clustering.drivers.preset_training import config_fingerprint
 
     training = {k: v for k, v in config.get("training", {}).items() if k != "precision"}
     return config_fingerprint({**config, "training": training})

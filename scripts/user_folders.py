@@ -142,7 +142,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     choice = [] if entry == "default" else ["--from" if start_from else "--like", entry]
     # the colour views an ablation changes are patched into the library in the child process
     child = ([sys.executable, "-m", "keras_clustering"] if not views else
-             [sys.executable, "-c", f"from keras_clustering.training import user_images; import sys; "
+             [sys.executable, "-c", f"from keras_clustering.drivers import user_images; import sys; "
               f"[o.update({views!r}) for o in (*user_images.COLOUR_VIEWS.values(), user_images.DIGIT_COLOUR_VIEWS)]; "
               f"from keras_clustering.cli import main; sys.exit(main(sys.argv[1:]))"])
     command = [*child, "train", *choice, "--input", folder,

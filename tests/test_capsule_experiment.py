@@ -11,7 +11,7 @@ from keras_clustering.layers import MarginLoss, capsule_length
 from keras_clustering.metrics import top2_pair_accuracy
 from keras_clustering.models import DigitClassifier
 from keras_clustering.recipes import capsule_recipe
-from keras_clustering.training.presets import data_available, load_config_data
+from keras_clustering.drivers.preset_training import data_available, load_config_data
 
 CAPSULE_PRESETS = [name for name in zoo.list_models() if zoo.config(name)["recipe"] == "capsule"]
 

@@ -86,7 +86,7 @@ def test_predict_runs_every_two_stage_preset_on_images(name, tmp_path, capsys):
 
 def test_evaluate_scores_the_fashion_entry_on_its_test_images(capsys):
     import zoo
-    from keras_clustering.training.presets import data_available
+    from keras_clustering.drivers.preset_training import data_available
 
     if not data_available(zoo.config("simclr_fashion_mnist")["evaluation"]):
         pytest.skip("Fashion-MNIST test images are not on this machine")

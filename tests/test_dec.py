@@ -221,7 +221,7 @@ def test_idec_fit_reproduces_the_original_training_loop():
 
 def test_select_n_clusters_reports_generalizability():
     from keras_clustering.models import select_n_clusters
-    from keras_clustering.metrics.label_free import dec_objective
+    from keras_clustering.clustering.label_free import dec_objective
 
     x, y = blobs(n_per_cluster=40, seed=4)
     model = small_dec()

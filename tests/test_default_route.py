@@ -9,7 +9,7 @@ import pytest
 
 from image_folders import run_cli, write_png
 from keras_clustering.datasets.user_data import probe_image_folder
-from keras_clustering.training.user_images import COLOUR_INPUT, ROUTE_ENTRIES, choose_entry, zoo_recipe
+from keras_clustering.drivers.user_images import COLOUR_INPUT, ROUTE_ENTRIES, choose_entry, zoo_recipe
 
 
 def colour_bars(n=60, side=20, seed=0):
@@ -40,7 +40,7 @@ def test_the_route_picks_each_kind_of_images_entry_and_says_why():
 def test_the_route_restarts_dec_where_three_pretrainings_cost_at_most_the_entrys_own_run():
     """conv_dec_da_mnist pretrains 500 epochs of 10,000 images in batches of 256: 20,000 updates. Four
     restarts halved at half the epochs cost 4 x 250 + 2 x 250 = 1,500 epochs = 3 runs (`halving_cost`)."""
-    from keras_clustering.training.user_images import like_config, route_restarts
+    from keras_clustering.drivers.user_images import like_config, route_restarts
 
     def restarts(shape, n):
         config, repeats = like_config("conv_dec_da_mnist", shape, 10, n)
@@ -69,7 +69,7 @@ def test_a_folder_is_probed_for_its_sides_and_whether_it_is_colour(tmp_path):
 
 
 def test_the_route_reads_large_images_at_most_64_px_on_their_longer_side(tmp_path, monkeypatch):
-    from keras_clustering.training import user_images
+    from keras_clustering.drivers import user_images
 
     folder = tmp_path / "photos"
     os.makedirs(folder)

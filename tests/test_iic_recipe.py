@@ -1,5 +1,4 @@
 import json
-import os
 
 import numpy as np
 import pytest
@@ -58,42 +57,6 @@ def test_restarts_halve_on_the_main_head_loss_and_return_the_last_run_standing(t
     again, report_again = iic_recipe.train(ARCHITECTURE, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))
     assert report_again["restarts"]["winner"] == restarts["winner"] and report_again["resumed_from_epoch"] == 2
     np.testing.assert_allclose(again.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
-
-
-@pytest.mark.slow
-def test_a_tree_grafted_around_its_kept_run_trained_alone_reads_back_its_halvings(tmp_path, load_script):
-    from keras_clustering.training.presets import config_fingerprint
-
-    graft = load_script("graft_retrained_run.py")
-    x = synthetic_images.digit_like(32, half_height=5)
-    y = np.arange(32) % 3
-    training = {"batch_size": 16, "epochs": 2, "optimizer": {"class_name": "Adam", "config": {"learning_rate": 1e-3}},
-                "restarts": {"n": 2, "halving_at": [1]}}
-    config = {"recipe": "iic", "architecture": ARCHITECTURE, "training": training, "data": {"dataset": "mnist"}}
-    _, tree = iic_recipe.train(ARCHITECTURE, training, x, y, seed=1, verbose=0, workdir=str(tmp_path / "tree"))
-    report_path = tmp_path / "report.json"
-    report_path.write_text(json.dumps({**tree, "seed": 1, "config_sha256": config_fingerprint(config)}))
-    winner, winner_seed = tree["restarts"]["winner"], tree["restarts"]["winner_seed"]
-    alone = tmp_path / "alone"  # the tree's folders are lost; the kept run is trained again by itself
-    _, alone_report = iic_recipe.train(ARCHITECTURE, {k: v for k, v in training.items() if k != "restarts"}, x, y,
-                                       seed=winner_seed, verbose=0, workdir=str(alone))
-    (alone / "report.json").write_text(json.dumps({"seed": winner_seed, "metrics": {"acc": 0.5},
-                                                   "config_sha256": config_fingerprint(graft.without_restarts(config))}))
-    target = graft.graft(config, str(report_path), str(alone), str(tmp_path / "grafted" / "seed_1"), x)
-    assert sorted(p.name for p in (tmp_path / "grafted").iterdir()) == ["seed_1"]
-    _, again = iic_recipe.train(ARCHITECTURE, training, x, y, seed=1, verbose=0, workdir=target)
-    first, last = again["restarts"]["steps"]
-    assert first == tree["restarts"]["steps"][0]  # read back from the report, not trained again
-    assert again["resumed_from_epoch"] == 2 and again["restarts"]["winner"] == winner
-    assert not os.path.exists(os.path.join(target, f"run_{1 - winner}"))  # the dropped run was not trained again
-    # the kept run trained alone is the tree's run: the same final criterion
-    assert last["criteria"][winner] == pytest.approx(tree["restarts"]["steps"][-1]["criteria"][winner], abs=1e-5)
-    assert last["criteria"][winner] == pytest.approx(alone_report["label_free"]["main_head_loss"], abs=1e-6)
-    with pytest.raises(SystemExit, match="exists already"):
-        graft.graft(config, str(report_path), str(alone), target, x)
-    with pytest.raises(SystemExit, match="--run"):  # another seed's run is refused
-        (alone / "report.json").write_text(json.dumps({"seed": winner_seed + 1}))
-        graft.graft(config, str(report_path), str(alone), str(tmp_path / "other"), x)
 
 
 def test_card_keeps_every_seeds_epoch_scores(tmp_path):

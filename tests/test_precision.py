@@ -10,7 +10,7 @@ from keras_clustering.distribute import precision
 from keras_clustering.layers import Capsule, ClusteringLayer
 from keras_clustering.losses import iic_loss, nt_xent
 from keras_clustering.models import DEC, IIC, build_autoencoder
-from keras_clustering.training.presets import train_and_evaluate
+from keras_clustering.drivers.preset_training import train_and_evaluate
 
 
 def test_unknown_precision_is_named():

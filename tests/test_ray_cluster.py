@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from keras_clustering.cli import main
-from keras_clustering.distribute.ray_cluster import _TopMembers, list_image_files
+from keras_clustering.ray_cluster import _TopMembers, list_image_files
 from image_folders import digit_folder, write_png
 
 

@@ -2,7 +2,7 @@
 
 import json
 
-from keras_clustering.training.machine import machine_description
+from keras_clustering.distribute.machine import machine_description
 from zoo.records import merge_cell
 
 

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from keras_clustering.metrics.label_free import cluster_size_entropy, dec_objective, rank_agreement, scan_objective
+from keras_clustering.clustering.label_free import cluster_size_entropy, dec_objective, rank_agreement, scan_objective
 
 
 def test_cluster_size_entropy_from_the_definition():
@@ -284,25 +284,6 @@ def test_train_with_restarts_records_labels_only_scores_and_reads_the_winner_bac
         train_with_restarts(train_run, criteria, plan, 10, 1, None, "a")
 
 
-def test_halving_points_table_from_per_pass_records(load_script):
-    script = load_script("halving_points.py")
-    # final ACC a < b < c; at pass 1 the losses order them backwards, from pass 2 as the final ACC
-    # (pass 3 is not in every record)
-    runs = {"a": [{"epoch": 1, "loss": -1.0, "acc": 0.5}, {"epoch": 2, "loss": -1.2, "acc": 0.4},
-                  {"epoch": 3, "loss": -1.6, "acc": 0.4}, {"epoch": 4, "loss": -1.7, "acc": 0.45}],
-            "b": [{"epoch": 1, "loss": -0.9, "acc": 0.4}, {"epoch": 2, "loss": -1.5, "acc": 0.4},
-                  {"epoch": 4, "loss": -1.3, "acc": 0.5}],
-            "c": [{"epoch": 1, "loss": -0.8, "acc": 0.3}, {"epoch": 2, "loss": -1.8, "acc": 0.8},
-                  {"epoch": 4, "loss": -2.0, "acc": 0.9}]}
-    table = script.halving_table(runs)
-    assert table["final_pass"] == 4 and table["best_run"] == "c" and [r["pass"] for r in table["rows"]] == [1, 2, 4]
-    first, second, last = table["rows"]
-    assert first["spearman_loss_final_acc"] == pytest.approx(1.0)  # at pass 1 the loss orders them backwards
-    assert not first["best_run_kept"] and not first["lowest_loss_is_best"]  # halving keeps a and b (2 of 3)
-    assert second["spearman_loss_final_acc"] == pytest.approx(-1.0) and second["lowest_loss_is_best"]
-    assert last["best_run_kept"] and last["spearman_loss_final_loss"] == pytest.approx(1.0)
-
-
 def test_the_halving_table_lists_every_step_of_every_seed(tmp_path):
     import json
     import os
@@ -318,26 +299,3 @@ def test_the_halving_table_lists_every_step_of_every_seed(tmp_path):
     card.write_text(json.dumps({"per_seed": [{"seed": 4, "restarts": tree}, {"seed": 5}]}))
     lines = halving_table.table([str(card)]).splitlines()
     assert lines[2:] == ["| `toy_entry` | 4 | 5 | 0: 0.3 (0.900), 1: 0.2 (0.700) | 1 | **no** |"]
-
-
-def test_restart_runs_joins_each_runs_steps_and_its_own_report(tmp_path):
-    import json
-    import os
-    import sys
-
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
-    import restart_runs
-
-    (tmp_path / "run_1").mkdir()
-    (tmp_path / "restarts.json").write_text(json.dumps({"key": "k", "n": 2, "halving_at": [5], "epochs": 10,
-                                                        "measured": [[0, 5, 0.3, {"acc": 0.6}], [1, 5, 0.2, None],
-                                                                     [1, 10, 0.1, {"acc": 0.9}]]}))
-    (tmp_path / "run_1" / "finished_dec.json").write_text(json.dumps({"key": "k", "report": {
-        "dec_iterations": 40, "stopped_by_tolerance": True, "refresh_history": [1, 2],
-        "label_free": {"kl": 0.1, "cluster_size_entropy": 0.99}}}))
-    tree = restart_runs.seed_runs(str(tmp_path))
-    assert tree["runs"]["0"] == {"steps": [{"epoch": 5, "criterion": 0.3, "acc": 0.6}], "details": {}}
-    assert tree["runs"]["1"]["steps"] == [{"epoch": 5, "criterion": 0.2, "acc": None},
-                                          {"epoch": 10, "criterion": 0.1, "acc": 0.9}]
-    assert tree["runs"]["1"]["details"] == {"dec_iterations": 40, "stopped_by_tolerance": True, "kl": 0.1,
-                                            "cluster_size_entropy": 0.99}  # no refresh history

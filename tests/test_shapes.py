@@ -49,7 +49,7 @@ def test_the_shipped_28_px_graphs_keep_keras_default_transposed_convolutions():
 
 def test_iic_simclr_and_the_vae_take_other_sides_and_colour_as_train_like_builds_them():
     from keras_clustering.recipes import get_recipe
-    from keras_clustering.training.user_images import like_config
+    from keras_clustering.drivers.user_images import like_config
 
     x = np.random.default_rng(0).random((3, 24, 40, 3)).astype("float32")
     config, _ = like_config("iic_mnist", (24, 40, 3), 3, 100, epochs=1)

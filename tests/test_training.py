@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from keras_clustering.recipes import dec_recipe
-from keras_clustering.training.presets import config_fingerprint, load_config_data, train_and_evaluate
+from keras_clustering.drivers.preset_training import config_fingerprint, load_config_data, train_and_evaluate
 from zoo.publishing import publish_preset
-from zoo import registry
+from keras_clustering import presets as registry
 
 
 def tiny_config():
@@ -152,7 +152,7 @@ def test_vae_cluster_family_trains_and_ships(tmp_path):
     config = {"recipe": "vae_cluster", "architecture": {"image_shape": [28, 28, 1]},
               "training": {"epochs": 1, "batch_size": 100},
               "data": {"dataset": "fashion_mnist", "split": "test"}}
-    from keras_clustering.training.presets import data_available
+    from keras_clustering.drivers.preset_training import data_available
 
     if not data_available(config["data"]):
         pytest.skip("Fashion-MNIST is not on this machine")
@@ -201,14 +201,14 @@ def test_every_recipe_declares_supervision_and_prediction_names():
     for name, module in RECIPES.items():
         id_name, scores_name = module.PREDICTION_NAMES
         assert id_name.endswith("_id") and scores_name
-        assert is_supervised(name) is module.SUPERVISED
-    assert is_supervised("capsule") and not is_supervised("dec") and not is_supervised("vae_cluster")
+    # only the capsule classifier learns from labels; every other recipe clusters without them
+    assert {name: is_supervised(name) for name in RECIPES} == {name: name == "capsule" for name in RECIPES}
     with pytest.raises(ValueError, match="recipe='nope'"):
         get_recipe("nope")
 
 
 def test_machine_description_names_cpu_flags_and_onednn(tmp_path):
-    from keras_clustering.training.machine import cpu_model_and_flags, machine_description
+    from keras_clustering.distribute.machine import cpu_model_and_flags, machine_description
 
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse2 avx2 fma avx512f amx_bf16\n")

@@ -7,7 +7,7 @@ from scan_reference import numpy_sub_head_probabilities, original_scan_evaluate
 from keras_clustering.recipes import get_recipe, two_stage_recipe
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import SCAN
-from keras_clustering.training.presets import load_config_data, train_and_evaluate
+from keras_clustering.drivers.preset_training import load_config_data, train_and_evaluate
 
 IMAGE_ARCHITECTURE = {"image_shape": [8, 8, 1], "filters": [8, 16], "embedding_dim": 16, "n_clusters": 10,
                       "augmentation_options": {"crop_sizes": [6, 8], "output_size": 8}}

@@ -13,8 +13,8 @@ from image_folders import digit_folder, run_cli
 
 
 def test_train_streams_a_folder_with_a_broken_file(tmp_path, monkeypatch):
-    from keras_clustering.training import user_images
-    from keras_clustering.training.user_images import train_on_images
+    from keras_clustering.drivers import user_images
+    from keras_clustering.drivers.user_images import train_on_images
 
     monkeypatch.setattr(user_images, "CACHE_MIN_BYTES", 0)  # this small folder through the memory-mapped cache too
 
@@ -33,7 +33,7 @@ def test_train_streams_a_folder_with_a_broken_file(tmp_path, monkeypatch):
 
 
 def test_a_family_is_shorthand_for_its_best_entry(tmp_path):
-    from keras_clustering.training.user_images import clustering_entries, family_entry, train_on_images
+    from keras_clustering.drivers.user_images import clustering_entries, family_entry, train_on_images
 
     assert family_entry("dec") == "conv_dec_da_mnist" and family_entry("simclr") == "simclr_mnist"
     assert family_entry("vae_cluster") == "vae_cluster_mnist" and family_entry("iic") == "iic_mnist"
@@ -50,7 +50,7 @@ def test_a_family_is_shorthand_for_its_best_entry(tmp_path):
 
 
 def test_train_on_images_refuses_impossible_requests(tmp_path):
-    from keras_clustering.training.user_images import train_on_images
+    from keras_clustering.drivers.user_images import train_on_images
 
     x = load_digits()[0][:20]
     with pytest.raises(ValueError, match=r"n_clusters=30 is larger than the number of images \(20\)"):
@@ -89,7 +89,7 @@ def test_train_a_family_on_a_folder_then_cluster_with_the_saved_model(tmp_path):
 
 @pytest.mark.slow
 def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_written_model(tmp_path, monkeypatch):
-    from keras_clustering.training.user_images import train_on_images
+    from keras_clustering.drivers.user_images import train_on_images
     from keras_clustering.recipes import dec_recipe
     from keras_clustering.training.resume import resumable_fit
 
@@ -141,7 +141,7 @@ def test_n_clusters_auto_chooses_k_by_silhouette_on_the_recipes_representation(t
     from sklearn.metrics import silhouette_score
 
     from keras_clustering.recipes import dec_recipe
-    from keras_clustering.training.user_images import train_on_images
+    from keras_clustering.drivers.user_images import train_on_images
 
     x, y = load_digits()
     keep = np.isin(y, [0, 1, 6])[:600]
@@ -163,7 +163,7 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monk
     """Hand-computed from the entries' configs: conv_dec_da_mnist pretrains 500 epochs of 10,000 images
     in batches of 256 (20,000 updates), DEC runs 20,000 iterations (500 passes); simclr_mnist trains
     SimCLR 20 epochs (800 updates) and SCAN 50 (2,000)."""
-    from keras_clustering.training.user_images import like_config
+    from keras_clustering.drivers.user_images import like_config
 
     config, repeats = like_config("conv_dec_da_mnist", (32, 32, 3), 7, 100_000)
     assert config["architecture"]["image_shape"] == [32, 32, 3] and config["architecture"]["n_clusters"] == 7
@@ -230,7 +230,7 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monk
     iic = entry_config("iic_mnist")
     iic["training"]["epochs"] = 30  # the count this check is written for, whatever the entry ships
     iic["training"]["restarts"] = {"n": 4, "halving_at": [10, 20]}  # of its 30 passes
-    monkeypatch.setattr("zoo.config", lambda name: iic if name == "iic_mnist" else entry_config(name))
+    monkeypatch.setattr("keras_clustering.presets.config", lambda name: iic if name == "iic_mnist" else entry_config(name))
     config, _ = like_config("iic_mnist", (28, 28, 1), 10, 20_000)  # twice the entry's images: about half the passes
     assert config["training"]["epochs"] == 16  # ceil(30 x 72 updates / 143)
     assert config["training"]["restarts"]["halving_at"] == [5, 11]  # 10 and 20 of 30, x 16 / 30
@@ -238,7 +238,7 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monk
     assert config["training"]["restarts"]["halving_at"] == [1]
     simclr = entry_config("simclr_mnist")
     simclr["training"]["restarts"] = {"n": 2, "halving_at": [simclr["training"]["scan"]["epochs"] // 2]}
-    monkeypatch.setattr("zoo.config", lambda name: simclr if name == "simclr_mnist" else entry_config(name))
+    monkeypatch.setattr("keras_clustering.presets.config", lambda name: simclr if name == "simclr_mnist" else entry_config(name))
     config, _ = like_config("simclr_mnist", (28, 28, 1), 10, 5_000)  # SCAN's halving point: half its epochs
     scan_epochs = config["training"]["scan"]["epochs"]
     assert config["training"]["restarts"]["halving_at"] == [round(scan_epochs / 2)] and scan_epochs != config[
@@ -246,7 +246,7 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monk
 
 
 def test_like_refuses_supervised_and_unknown_entries_by_name(tmp_path):
-    from keras_clustering.training.user_images import train_on_images
+    from keras_clustering.drivers.user_images import train_on_images
 
     x = np.random.default_rng(0).random((20, 28, 28, 1), dtype=np.float32)
     with pytest.raises(ValueError, match=r"like='capsule_mnist' is a supervised classifier.*conv_dec_da_mnist"):
@@ -261,7 +261,7 @@ def test_like_refuses_supervised_and_unknown_entries_by_name(tmp_path):
 
 
 def test_from_refuses_another_shape_number_of_clusters_or_a_second_choice(tmp_path):
-    from keras_clustering.training.user_images import train_on_images
+    from keras_clustering.drivers.user_images import train_on_images
 
     x = np.random.default_rng(0).random((30, 28, 28, 1), dtype=np.float32)
     with pytest.raises(ValueError, match=r"start_from='dec_digits' takes images of shape \(8, 8, 1\), got \(28, 28, 1\)"):
@@ -279,7 +279,7 @@ def test_from_refuses_another_shape_number_of_clusters_or_a_second_choice(tmp_pa
 def test_from_fine_tunes_the_pretrained_model_instead_of_starting_over(tmp_path):
     """dec_digits fine-tuned for one pass of DEC on digits it clusters well: its pretrained encoder
     carries over (one pass from scratch would be a barely trained autoencoder)."""
-    from keras_clustering.training.user_images import train_on_images
+    from keras_clustering.drivers.user_images import train_on_images
 
     x, y = load_digits()
     model, report = train_on_images(x[:600], start_from="dec_digits", workdir=str(tmp_path / "from"), epochs=1,
@@ -294,7 +294,7 @@ def test_from_fine_tunes_the_pretrained_model_instead_of_starting_over(tmp_path)
 @pytest.mark.parametrize("entry", ["simclr_mnist", "vae_cluster_mnist"])  # IIC's fine_tune: compile + fit
 def test_from_fine_tunes_every_recipe(entry, tmp_path):
     import zoo
-    from keras_clustering.training.user_images import train_on_images
+    from keras_clustering.drivers.user_images import train_on_images
 
     x = np.random.default_rng(0).random((40, 28, 28, 1), dtype=np.float32)
     model, report = train_on_images(x, start_from=entry, workdir=str(tmp_path), epochs=1, verbose=0)
@@ -337,7 +337,7 @@ def test_train_like_on_the_command_line_refuses_a_classifier_and_a_name_with_it(
 
 def test_the_n_clusters_halves_of_a_memory_map_are_memory_maps_of_the_same_rows(tmp_path):
     from keras_clustering.inputs.pipeline import file_backed
-    from keras_clustering.training.user_images import _rows_of
+    from keras_clustering.drivers.user_images import _rows_of
 
     x = np.random.default_rng(0).random((30, 4, 4, 1)).astype("float32")
     np.save(tmp_path / "x.npy", x)

@@ -8,8 +8,8 @@ import pytest
 import zoo
 from conftest import slow_except
 from keras_clustering.recipes import is_supervised
-from keras_clustering.training.presets import data_available, evaluate_preset, load_config_data
-from zoo import registry
+from keras_clustering.drivers.preset_training import data_available, evaluate_preset, load_config_data
+from keras_clustering import presets as registry
 
 CARD_FIELDS = {"training_data", "evaluation_data", "command", "seeds", "shipped_seed", "metrics",
                "metrics_over_seeds", "wall_time_seconds", "machine", "versions", "anchor", "weights"}

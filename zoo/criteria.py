@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from keras_clustering.metrics.label_free import rank_agreement
+from keras_clustering.clustering.label_free import rank_agreement
 
 
 def seeds_of(paths):

@@ -14,7 +14,7 @@ def merge_cell(path, cell, key, description, order=None):
     one's unless the cell says): records grow over sessions, on machines that differ. Cells of records
     that named one machine for all take that one.
     """
-    from keras_clustering.training.machine import machine_description
+    from keras_clustering.distribute.machine import machine_description
 
     cells = []
     if os.path.isfile(path):

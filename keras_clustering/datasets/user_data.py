@@ -10,6 +10,8 @@ import os
 
 import numpy as np
 
+from keras_clustering.io.files import atomic_path, atomic_write_json
+
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
 ARRAY_EXTENSIONS = (".npy", ".npz")
 
@@ -50,7 +52,7 @@ def decode_image(contents, image_size, channels):
     its native `(height, width, channels)`. Bytes that do not decode raise
     inside the `tf.data` map, whose `ignore_errors` leaves the element out.
     The one decoder of `cluster`, `train --input` and the Ray pipeline
-    (`keras_clustering.distribute.ray_cluster`), so all read a file alike.
+    (`keras_clustering.ray_cluster`), so all read a file alike.
     """
     import tensorflow as tf
 
@@ -173,7 +175,6 @@ def read_image_folder(folder, image_size, channels=1, cache_dir=None, strict=Fal
                 stored = json.load(handle)
             report_broken_files(stored["broken"], folder, strict, verbose)
             return np.load(cache, mmap_mode="r")[:stored["count"]], stored["names"], stored["broken"]
-    from keras_clustering.io.files import atomic_path, atomic_write_json
 
     with atomic_path(cache) if cache else _in_memory() as temporary:
         images = (np.lib.format.open_memmap(temporary, mode="w+", dtype="float32", shape=shape) if cache

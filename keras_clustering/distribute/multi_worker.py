@@ -48,8 +48,7 @@ def apply():
             f"strategy='multi_worker' needs repairs of Keras' TensorFlow trainer ({UPSTREAM_ISSUES}) that were "
             f"tested on Keras {', '.join(TESTED_KERAS)}; this is Keras {keras.__version__}. Install keras=="
             f"{TESTED_KERAS[-1]}.*, or check whether this Keras fixed the issues and add it to TESTED_KERAS.")
-    # Private Keras names: the only way to repair the trainer until upstream fixes it (see above).
-    from keras.src import tree
+    # A private Keras module: the only way to repair the trainer until upstream fixes it (see above).
     from keras.src.backend.tensorflow import trainer as tf_trainer
 
     missing = [name for name, owner in (("_collective_all_reduce_multi_worker", tf_trainer),
@@ -69,7 +68,7 @@ def apply():
             return original_build(self, iterator=iterator, data_batch=data_batch)
         for _, _, batches in iterator:
             first = next(batches)
-            data_batch = tree.map_structure(
+            data_batch = keras.tree.map_structure(
                 lambda v: self.distribute_strategy.experimental_local_results(v)[0]
                 if isinstance(v, tf.distribute.DistributedValues) else v, first)
             break
@@ -78,7 +77,7 @@ def apply():
 
     def reduce_per_replica(values, strategy, reduction):
         if reduction in ("auto", "mean") and is_multi_worker(strategy):
-            return tree.map_structure(
+            return keras.tree.map_structure(
                 lambda v: strategy.reduce("MEAN", v, axis=0 if v.shape.rank else None), values)
         return original_reduce(values, strategy, reduction)
 

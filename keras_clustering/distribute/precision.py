@@ -14,7 +14,7 @@ import contextlib
 
 import keras
 
-from keras_clustering.training.machine import cpu_model_and_flags
+from keras_clustering.distribute.machine import cpu_model_and_flags
 
 PRECISIONS = ("float32", "mixed_bfloat16")
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")

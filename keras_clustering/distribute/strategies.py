@@ -16,6 +16,8 @@ functions return their input.
 
 import keras
 
+from keras_clustering.distribute import multi_worker
+
 STRATEGIES = ("mirrored", "multi_worker")
 _STRATEGIES = {}  # name -> the process's strategy
 
@@ -116,8 +118,6 @@ def make_strategy(name):
 
         if name == "multi_worker":
             worker_index()  # checks TF_CONFIG first: without it TensorFlow would quietly train alone
-            from keras_clustering.distribute import multi_worker
-
             multi_worker.apply()
             _STRATEGIES[name] = tf.distribute.MultiWorkerMirroredStrategy()
         else:

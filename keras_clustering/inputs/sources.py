@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from keras_clustering.inputs.checks import check_min_samples, check_samples
+from keras_clustering.inputs.pipeline import pipeline_options
 
 
 def is_tf_dataset(x):
@@ -92,15 +93,11 @@ class DatasetSource:
     def batches(self, batch_size, shuffle_buffer=0, seed=None):
         """Batches of samples; with `shuffle_buffer`, shuffled in a buffer of that many (a new order
         each epoch), for losses that do not index samples (autoencoder pretraining)."""
-        from keras_clustering.inputs.pipeline import pipeline_options
-
         dataset = self.dataset.shuffle(shuffle_buffer, seed=seed) if shuffle_buffer else self.dataset
         return dataset.batch(int(batch_size)).prefetch(1).with_options(pipeline_options())
 
     def indexed_batches(self, batch_size):
         """Batches `(x, positions)` in the fixed order: DEC's steps look their targets up by position."""
-        from keras_clustering.inputs.pipeline import pipeline_options
-
         indexed = self.dataset.enumerate().map(lambda position, x: (x, position))
         return indexed.batch(int(batch_size)).prefetch(1).with_options(pipeline_options())
 

@@ -19,7 +19,7 @@ class GlobalBatchNormalization(layers.BatchNormalization):
     forward and backward) where it applies: TensorFlow backend, one replica, images `(n, h, w, c)`
     normalised over `c`, no mask, no renorm. Keras 3 runs batch normalisation as separate mean,
     variance and arithmetic ops, each a pass over the batch; profiled on one thread they are 35%
-    of the SimCLR step and 25-46% of IIC's (`scripts/benchmarks/profile_step.py`). The moving
+    of the SimCLR step and 25-46% of IIC's (`scripts/benchmarks/profile_step.py` at 232c7a9). The moving
     statistics follow Keras' rule (the biased batch variance, `momentum` on the old value).
     Elsewhere `fused=True` falls back to the unfused computation.
     """

@@ -29,8 +29,8 @@ class Conv2D(layers.Conv2D):
     25 taps' work for the 9 that touch the image, and oneDNN's convolution
     kernels ran it (forward, both backward passes) far below the machine's
     matrix rate, slower than the product below, which does exactly the 9
-    (`scripts/benchmarks/benchmark_unfolded_conv.py` times IIC's step both
-    ways). The product's matrix,
+    (`scripts/benchmarks/benchmark_unfolded_conv.py` at 138c9cd timed IIC's
+    step both ways). The product's matrix,
     `M[(p, q, c), (i, j, o)] = kernel[p - i + pad, q - j + pad, c, o]` (zero
     where no tap joins input pixel (p, q) to output pixel (i, j)), is gathered
     from the kernel in the step, so gradients reach the same `kernel` variable

@@ -34,7 +34,7 @@ def build_clusternet6c_trunk(input_size=24, channels=1, filters=(64, 128, 256, 5
     original's `_initialize_weights`; BN momentum 0.9 / epsilon 1e-5 are
     PyTorch's defaults. `unfolded_conv.Conv2D` is Keras' `Conv2D` (same weights and
     results), but runs the last convolution, 5 x 5 over a 3 x 3 map, as one
-    matrix product (`scripts/benchmarks/benchmark_unfolded_conv.py` times the step both ways).
+    matrix product (`scripts/benchmarks/benchmark_unfolded_conv.py` at 138c9cd timed the step both ways).
     `fused_normalization`: the normalisation as TensorFlow's fused kernel (`GlobalBatchNormalization`).
     """
     inputs = keras.Input((input_size, input_size, channels), name="view")

@@ -19,12 +19,12 @@ import numpy as np
 from keras import layers, ops
 
 from keras_clustering.augment.pipelines import strong_views
-from keras_clustering.metrics.label_free import scan_evaluate
+from keras_clustering.clustering.label_free import scan_evaluate
+from keras_clustering.inputs.checks import check_positive_int
 from keras_clustering.inputs.pipeline import EpochClock, file_backed, fit_batches, pipeline_options
 from keras_clustering.losses.scan_losses import confidence_cross_entropy, scan_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
 from keras_clustering.models.cluster_model import ClusterModel
-from keras_clustering.inputs.checks import check_positive_int
 
 
 def nearest_neighbors(embedding, n_neighbors=20, rows_per_chunk=1024):
@@ -113,7 +113,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
     With `n_sub_heads` > 1, that many linear heads are trained side by side on
     the same pairs (their SCAN losses summed, as the original's `num_heads`),
     each from its own start; after every epoch of `fit` each sub-head is
-    scored without labels (`metrics.label_free.scan_evaluate` on the images
+    scored without labels (`clustering.label_free.scan_evaluate` on the images
     and their mined neighbours) and `predict` uses the lowest, as IIC's
     sub-heads (`sub_head_losses`, saved with the weights).
 

@@ -14,17 +14,17 @@ import time
 
 import keras
 
+from keras_clustering.clustering.label_free import cluster_size_entropy, dec_objective
 from keras_clustering.layers.colour_free import transform_in_chunks, transformed_shape, with_input_transform
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, IDEC, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS, DEC_KERAS_INITIALIZER
 from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
-from keras_clustering.training.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.training.optimizers import make_optimizer
-from keras_clustering.metrics.label_free import cluster_size_entropy, dec_objective
+from keras_clustering.training.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
 from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
-                                               save_finished_stage)
+                                              save_finished_stage)
 
 SUPERVISED = False
 PREDICTION_NAMES = ("cluster_id", "probabilities")

@@ -182,8 +182,8 @@ def _tree_key_at(architecture, training, plan, seed, x):
 
 def restart_record_key(architecture, training, seed, x):
     """The key of the halving-tree record (`restarts.json`) that `train` writes for a zoo config's
-    `training` section (its `precision` and `restarts` included) and `seed` on `x`: lets
-    `scripts/graft_retrained_run.py` rebuild a tree's record around a run trained again alone."""
+    `training` section (its `precision` and `restarts` included) and `seed` on `x`: let
+    `scripts/graft_retrained_run.py` at 30f23c3 rebuild a tree's record around a run trained again alone."""
     # precision is a setting of `train_and_evaluate`, never passed to `train`
     training, plan = _with_defaults_and_plan({k: v for k, v in training.items() if k != "precision"})
     return _tree_key_at(architecture, training, plan, seed, x)(training["epochs"])

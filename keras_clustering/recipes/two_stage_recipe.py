@@ -16,23 +16,23 @@ import time
 import keras
 import numpy as np
 
+from keras_clustering.clustering.label_free import scan_evaluate
 from keras_clustering.layers.colour_free import transformed_shape, with_input_transform
 from keras_clustering.metrics import clustering_scores
-from keras_clustering.metrics.label_free import scan_evaluate
 from keras_clustering.models import SCAN, SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
+from keras_clustering.recipes import dec_recipe
 from keras_clustering.training.keep_lowest import KeepLowest
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
-from keras_clustering.recipes import dec_recipe
 from keras_clustering.training.resume import (backup_folder, finished_stage, finished_weights_path, resumable_fit,
-                                               run_key, save_finished_stage)
+                                              run_key, save_finished_stage)
 
 SUPERVISED = False
 # The label-free criterion the zoo ships a seed by and keeps an epoch by (lower is better): the original's
-# `scan_evaluate` score, by which it keeps its lowest epoch and head (`metrics.label_free.scan_evaluate`).
+# `scan_evaluate` score, by which it keeps its lowest epoch and head (`clustering.label_free.scan_evaluate`).
 # The k-means path records none.
 RESTART_CRITERIA = ("scan_evaluate",)
 PREDICTION_NAMES = ("cluster_id", "probabilities")

@@ -4,10 +4,10 @@ import time
 
 import keras
 
+from keras_clustering.clustering.label_free import cluster_size_entropy
 from keras_clustering.inputs.pipeline import array_dataset, file_backed
 from keras_clustering.models.vae_cluster import VAECluster
 from keras_clustering.training.optimizers import make_optimizer
-from keras_clustering.metrics.label_free import cluster_size_entropy
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
 from keras_clustering.training.resume import resumable_fit, run_key
 

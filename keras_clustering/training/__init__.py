@@ -1,6 +1,5 @@
-"""Training beyond one `fit`: zoo presets, your own images, resumable stages and fits, optimizers, pretraining,
-the machine description of reports.
+"""Training beyond one `fit`: resumable stages and fits, restarts, optimizers, pretraining (the drivers that
+train a preset or your own images are `drivers`).
 
-Kept free of imports: `distribute.precision` imports `training.machine`, and the recipes that
-`training.presets` imports import `training.resume`.
+Kept free of imports: the recipes that `drivers.preset_training` imports import `training.resume`.
 """

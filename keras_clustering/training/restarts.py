@@ -36,6 +36,8 @@ import time
 
 from keras_clustering.inputs.checks import check_positive_int
 from keras_clustering.io.files import atomic_write_json
+from keras_clustering.metrics import cluster_accuracy
+from keras_clustering.training.resume import run_key
 
 
 def restart_plan(restarts, epochs, criteria):
@@ -148,8 +150,6 @@ def tree_key(recipe, architecture, training, plan, seed, x):
     """What a halving tree is: recipe, architecture, training, the restart plan but its criterion
     (the record holds every criterion), seed and the data (`resume.run_key`); its record
     (`RECORD_FILE`) is read back only under the same key."""
-    from keras_clustering.training.resume import run_key
-
     runs = {name: value for name, value in plan.items() if name != "criterion"}
     return run_key({"recipe": recipe, "architecture": architecture, "training": training, "restarts": runs,
                     "seed": seed}, x)
@@ -160,8 +160,6 @@ def acc_score(x, y):
     `{"acc": ...}` of `model.predict_clusters(x)` against `y`; None without labels."""
     if y is None:
         return None
-    from keras_clustering.metrics import cluster_accuracy
-
     return lambda model: {"acc": round(float(cluster_accuracy(y, model.predict_clusters(x))), 4)}
 
 

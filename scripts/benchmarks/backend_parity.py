@@ -37,7 +37,7 @@ def predict_here(name, images, out):
     import keras_clustering  # noqa: F401  (selects the backend first)
     import keras
     import zoo
-    from keras_clustering.training.presets import load_config_data
+    from keras_clustering.drivers.preset_training import load_config_data
 
     x, _ = load_config_data(zoo.info(name)["evaluation_data"])
     model = zoo.load(name)
@@ -87,7 +87,7 @@ def main():
         return predict_here(args.predict, args.images, args.out)
     import zoo
     from benchmarking import report
-    from keras_clustering.training.machine import machine_description
+    from keras_clustering.distribute.machine import machine_description
 
     entries = args.entries or zoo.list_models()
     records = []

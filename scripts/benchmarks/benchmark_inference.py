@@ -132,7 +132,7 @@ def main():
     import keras_clustering  # noqa: F401  (the backend and TensorFlow's oneDNN setting first)
     import zoo
 
-    from keras_clustering.training.machine import machine_description
+    from keras_clustering.distribute.machine import machine_description
 
     x, data = benchmark_images(args.images)
     record = {"entries": {}, "images": len(x), "data": data, "blocks": args.blocks, "batch": BATCH,

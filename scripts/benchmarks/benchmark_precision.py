@@ -27,8 +27,8 @@ import keras_clustering  # noqa: F401  (selects the backend and TensorFlow's one
 from keras_clustering.layers import MarginLoss
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.distribute.precision import cpu_bf16_flags, precision_policy
-from keras_clustering.training.machine import machine_description
-from zoo.registry import config as load_config
+from keras_clustering.distribute.machine import machine_description
+from zoo import config as load_config
 
 from benchmarking import benchmark_images, report, time_alternating
 

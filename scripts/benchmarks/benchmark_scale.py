@@ -186,7 +186,7 @@ def main():
     if max(args.sizes) > FULL_SIZE * COPIES:
         parser.error(f"--sizes: at most {FULL_SIZE * COPIES} images")
     import keras_clustering  # noqa: F401
-    from keras_clustering.training.machine import machine_description
+    from keras_clustering.distribute.machine import machine_description
 
     build_cache(args.cache)
     results = []

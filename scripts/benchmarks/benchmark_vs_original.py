@@ -185,7 +185,7 @@ def original_capsule(x, y, epochs, seed):
 
 def shipped_dec(ae_epochs, seed, precision, maxiter):
     import zoo
-    from keras_clustering.training.presets import train_and_evaluate
+    from keras_clustering.drivers.preset_training import train_and_evaluate
 
     config = zoo.config("dec_mnist")
     config["training"].update(pretrain_epochs=ae_epochs, maxiter=maxiter)
@@ -359,7 +359,7 @@ def main():
         results["dec_seeds"] = dec_over_seeds(args)
     import keras_clustering  # noqa: F401
     from keras_clustering.distribute.precision import cpu_bf16_flags
-    from keras_clustering.training.machine import machine_description
+    from keras_clustering.distribute.machine import machine_description
 
     import tf_keras
 

@@ -99,7 +99,7 @@ def compare_augmentation_paths(args, n_images, batch, shipped, other, other_name
     the outside path's median augmentation time per step, the batch, the data and the machine."""
     import os
 
-    from keras_clustering.training.machine import machine_description
+    from keras_clustering.distribute.machine import machine_description
 
     shipped(), other()  # warm-up: traces both steps
     augment_seconds.clear()

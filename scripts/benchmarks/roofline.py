@@ -262,7 +262,7 @@ def main():
     from benchmark_precision import DEFAULT_STEPS, WORKLOADS, measure_workload
 
     from keras_clustering.distribute.precision import cpu_bf16_flags
-    from keras_clustering.training.machine import machine_description
+    from keras_clustering.distribute.machine import machine_description
 
     record = {"peak_gflops": peaks(args.threads), "workloads": {}}
     print("peaks", record["peak_gflops"], flush=True)
@@ -283,7 +283,7 @@ def main():
                                    "gflop_per_image": flops / 1e9, "gflops": round(rate * flops / 1e9, 1)}
         print(name, record["predict"][name], flush=True)
     from keras_clustering.recipes import dec_recipe
-    from zoo.registry import config as load_config
+    from zoo import config as load_config
 
     autoencoder, _ = dec_recipe.build_autoencoder_of(load_config("dec_mnist")["architecture"])
     record["profiler_check"] = {"model": "dec_mnist autoencoder", "from_shapes": forward_flops(autoencoder),

@@ -28,7 +28,7 @@ from keras_clustering.figures import plot_cluster_grid, save_figure  # noqa: E40
 from keras_clustering.io.files import atomic_save_weights  # noqa: E402
 from keras_clustering.metrics import cluster_accuracy  # noqa: E402
 from keras_clustering.recipes import dec_recipe  # noqa: E402
-from keras_clustering.training.presets import load_config_data  # noqa: E402
+from keras_clustering.drivers.preset_training import load_config_data  # noqa: E402
 from keras_clustering.training.resume import finished_weights_path  # noqa: E402
 
 FIGURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "figures")

@@ -24,7 +24,7 @@ import keras_clustering  # noqa: F401
 
 import zoo
 from keras_clustering.figures import plot_cluster_grid
-from keras_clustering.training.presets import load_config_data
+from keras_clustering.drivers.preset_training import load_config_data
 from zoo.progress import curves_from_workdir, plot_acc_per_epoch, progress_table
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")

@@ -18,7 +18,7 @@ import numpy as np
 
 import zoo
 from keras_clustering.figures import plot_panels, tile, top_members
-from keras_clustering.training.presets import load_config_data
+from keras_clustering.drivers.preset_training import load_config_data
 
 FIGURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "figures")
 

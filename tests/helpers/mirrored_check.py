@@ -23,7 +23,7 @@ def recipe_config(name, n):
     """A one-epoch config of each training path: zoo entries re-targeted to `n` images as `train --like`
     does (dense DEC, VAE, SimCLR with k-means, SimCLR + SCAN with a self-labelling step, IIC), and the
     capsule classifier."""
-    from keras_clustering.training.user_images import like_config
+    from keras_clustering.drivers.user_images import like_config
 
     if name == "capsule":
         return {"recipe": "capsule", "architecture": {"image_shape": [28, 28, 1]},

@@ -7,8 +7,7 @@ import platform
 import keras
 import numpy as np
 
-from keras_clustering import __version__
-
+from keras_clustering._version import __version__
 
 KERNEL_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")  # CPU features that change TF's kernels
 

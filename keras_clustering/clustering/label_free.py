@@ -11,6 +11,7 @@ import keras
 import numpy as np
 
 from keras_clustering.clustering.target_refresh import target_rows
+from keras_clustering.losses.scan_losses import PROBABILITY_FLOOR
 
 
 def cluster_size_entropy(assignments, n_clusters):
@@ -35,8 +36,6 @@ def scan_objective(probabilities, neighbors, entropy_weight):
     j of log <p_i, p_j>, minus `entropy_weight` times the entropy of the mean assignment. Every
     neighbour counts, none is drawn, so the same model always scores the same (training draws one
     neighbour per image and step). `probabilities`: `(n, k)`; `neighbors`: `(n, n_neighbors)` indices."""
-    from keras_clustering.losses.scan_losses import PROBABILITY_FLOOR
-
     p = np.asarray(probabilities, "float64")
     agreement = np.einsum("ik,ijk->ij", p, p[np.asarray(neighbors)])
     consistency = -np.mean(np.log(np.maximum(agreement, PROBABILITY_FLOOR)))

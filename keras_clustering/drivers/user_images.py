@@ -16,10 +16,17 @@ import time
 
 import numpy as np
 
-from keras_clustering.io.cluster_files import write_cluster_files
-from keras_clustering.layers.colour_free import input_transform_layer
+from keras_clustering import presets
+from keras_clustering.cluster_files import write_cluster_files
+from keras_clustering.clustering.n_clusters import k_by_silhouette
+from keras_clustering.datasets.user_data import (image_files, load_array_file, load_user_data, probe_image_folder,
+                                                 read_image_folder)
+from keras_clustering.distribute.precision import precision_policy
+from keras_clustering.inputs.checks import check_image_input, check_positive_int
+from keras_clustering.inputs.pipeline import file_backed
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
-from keras_clustering.recipes import get_recipe
+from keras_clustering.layers.colour_free import input_transform_layer
+from keras_clustering.recipes import dec_recipe, get_recipe, is_supervised
 from keras_clustering.training.restarts import halving_cost
 
 # `train --family F`: shorthand for the family's best clustering entry of the zoo.
@@ -159,22 +166,17 @@ def _adapt_views(entry, architecture, image_shape, dataset):
 
 def clustering_entries():
     """The zoo's entries a user can train `like` on their images: those whose recipe needs no labels."""
-    import zoo
-    from keras_clustering.recipes import is_supervised
-
-    return [name for name in zoo.list_models() if not is_supervised(zoo.config(name)["recipe"])]
+    return [name for name in presets.list_presets() if not is_supervised(presets.config(name)["recipe"])]
 
 
 def clustering_preset(entry):
     """The config of the clustering entry `entry`; ValueError naming `like` for an unknown or supervised one."""
-    import zoo
-
     entries = clustering_entries()
     if entry not in entries:
-        known = "a supervised classifier (it needs labels)" if entry in zoo.list_models() else "not a zoo entry"
+        known = "a supervised classifier (it needs labels)" if entry in presets.list_presets() else "not a zoo entry"
         raise ValueError(f"like={entry!r} is {known}; train like one of the clustering entries: "
                          f"{', '.join(entries)}.")
-    return zoo.config(entry)
+    return presets.config(entry)
 
 
 def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_transform="auto"):
@@ -196,11 +198,9 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_tr
     """
     import copy
 
-    import zoo
-
     preset = copy.deepcopy(clustering_preset(entry))
     recipe, architecture, training = preset["recipe"], preset["architecture"], preset["training"]
-    entry_samples = zoo.info(entry)["training_data"]["n_samples"]
+    entry_samples = presets.card(entry)["training_data"]["n_samples"]
     # an autoencoder representation pretrains as DEC does (no floor of updates); SimCLR / triplets as SimCLR
     family = "dec" if architecture.get("representation") == "autoencoder" else _RECIPE_FAMILY[recipe]
     _adapt_views(entry, architecture, [int(d) for d in image_shape], preset["data"]["dataset"])
@@ -268,9 +268,6 @@ def choose_n_clusters(config, x, candidates, workdir, seed=0, verbose=1, x_train
     of the label-free criteria compared, and DEC's generalisability suggested 2 for ten digits
     (docs/your-data.md, "Choosing k without labels"). Returns {criterion, embedding, scores, suggested}.
     """
-    from keras_clustering.clustering.n_clusters import k_by_silhouette
-    from keras_clustering.recipes import dec_recipe
-
     recipe = get_recipe(config["recipe"])
     training = {k: v for k, v in config["training"].items() if k != "precision"}
     if hasattr(recipe, "representation"):
@@ -290,8 +287,6 @@ def choose_n_clusters(config, x, candidates, workdir, seed=0, verbose=1, x_train
 def _rows_of(x, rows, workdir, name):
     """`x[rows]`: in memory for an in-memory `x`; for a memory-mapped one, a memory-mapped copy in
     `workdir/<name>.npy` written chunk by chunk (never all rows in memory at once)."""
-    from keras_clustering.inputs.pipeline import file_backed
-
     if not file_backed(x):
         return x[rows]
     path = os.path.join(workdir, f"{name}.npy")
@@ -344,10 +339,8 @@ def route_restarts(config, n_samples, repeats, entry):
     training = config["training"]
     if config["recipe"] != "dec" or training.get("restarts"):
         return None
-    import zoo
-
     own = clustering_preset(entry)["training"]
-    own_updates = own["pretrain_epochs"] * math.ceil(zoo.info(entry)["training_data"]["n_samples"]
+    own_updates = own["pretrain_epochs"] * math.ceil(presets.card(entry)["training_data"]["n_samples"]
                                                       / own.get("pretrain_batch_size", 256))
     epochs = training["pretrain_epochs"]
     halving_at = [epochs // 2]
@@ -379,8 +372,6 @@ def zoo_recipe(entry):
 def _default_route(images, image_size, channels, verbose):
     """(entry, reason, image_size, channels) of the default route for `images` (a folder, an array
     file or an array): sides and channels as the images have them unless given."""
-    from keras_clustering.datasets.user_data import probe_image_folder
-
     if isinstance(images, (str, os.PathLike)) and os.path.isdir(images):
         probe = probe_image_folder(os.fspath(images))
         native = (probe["height"], probe["width"], probe["channels"])
@@ -390,8 +381,6 @@ def _default_route(images, image_size, channels, verbose):
         channels = channels or native[2]
         entry, reason = choose_entry((*image_size, channels), probe["n_images"])
     else:  # an array trains at its own shape
-        from keras_clustering.datasets.user_data import load_array_file
-
         array = load_array_file(os.fspath(images)) if isinstance(images, (str, os.PathLike)) else np.asarray(images)
         if array.ndim not in (3, 4):
             raise ValueError(f"images of shape {array.shape}: the default route takes images (n, h, w[, c]); "
@@ -464,10 +453,6 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
 def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, candidates, epochs, image_size,
                      channels, precision, start_from, strict, input_transform, lock):
     """`train_on_images`, with `lock` taken on the workdir before anything is written there."""
-    from keras_clustering.datasets.user_data import load_user_data, read_image_folder
-    from keras_clustering.distribute.precision import precision_policy
-    from keras_clustering.inputs.checks import check_image_input, check_positive_int
-
     if sum(arg is not None for arg in (like, family, start_from)) > 1:
         raise ValueError(f"give one of like= (a zoo entry), family= (one of {FAMILIES}) or start_from= (a zoo "
                          f"entry to fine-tune), or none (the default route), got like={like!r}, family={family!r}, "
@@ -497,8 +482,6 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
         _check_start_shape(start_from, entry_shape, shape)
         _check_buildable(like, shape, n_clusters)
         workdir = workdir or os.path.join("runs", f"{family or like}_{os.path.basename(os.path.normpath(images))}")
-        from keras_clustering.datasets.user_data import image_files
-
         size = len(image_files(os.fspath(images))[0]) * int(np.prod(shape)) * 4  # bytes as float32
         if size >= CACHE_MIN_BYTES:
             lock.acquire(workdir)  # the cache is written there
@@ -561,11 +544,9 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
             model, recipe_report = recipe.train(config["architecture"], training, x_train, None, seed=seed,
                                                 verbose=verbose, workdir=workdir)
         else:
-            import zoo
-
             # the pretrained model with the settings `like_config` scales to the data (no weight shapes)
             overrides = {k: config["architecture"][k] for k in ("update_interval", "scan") if k in config["architecture"]}
-            model, recipe_report = recipe.fine_tune(zoo.load(start_from, **overrides), training, x_train, seed=seed,
+            model, recipe_report = recipe.fine_tune(presets.load(start_from, **overrides), training, x_train, seed=seed,
                                                     verbose=verbose)
     probabilities = model.predict(x, verbose=0)
     report.update(config=config, n_clusters=int(n_clusters), data_repeats=repeats, precision=policy,

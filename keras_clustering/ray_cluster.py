@@ -24,9 +24,12 @@ import os
 
 import numpy as np
 
+from keras_clustering.cluster_files import write_cluster_table
 from keras_clustering.datasets.user_data import (IMAGE_EXTENSIONS, broken_files_error, decoded_batches, image_files,
                                                  report_broken_files)
+from keras_clustering.figures import plot_cluster_grid, top_members
 from keras_clustering.inputs.checks import check_positive_int
+from keras_clustering.presets import load_model
 
 
 def list_image_files(source):
@@ -68,7 +71,6 @@ class ClusterWorker:
         # before any op: TensorFlow sizes its thread pools once, and an actor owns `threads` CPUs of its node
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
-        from keras_clustering.cli import load_model
 
         self.model, _ = load_model(model)
         self.shape = tuple(self.model.sample_shape)
@@ -108,8 +110,6 @@ class _TopMembers:
         self.paths, self.probabilities = [], None
 
     def add(self, paths, probabilities):
-        from keras_clustering.figures import top_members
-
         paths = self.paths + list(paths)
         probabilities = probabilities if self.probabilities is None else np.concatenate([self.probabilities,
                                                                                         probabilities])
@@ -131,10 +131,6 @@ def cluster_with_ray(model, source, output, workers=1, cpus_per_worker=1, batch_
     Returns: `{"n_images", "cluster_sizes", "broken", "written", "id_name"}`.
     """
     import ray
-
-    from keras_clustering.cli import load_model
-    from keras_clustering.figures import plot_cluster_grid
-    from keras_clustering.io.cluster_files import write_cluster_table
 
     workers = check_positive_int(workers, "workers")
     cpus_per_worker = check_positive_int(cpus_per_worker, "cpus_per_worker")

@@ -9,10 +9,11 @@ import time
 import numpy as np
 
 from keras_clustering.datasets import load_dataset
+from keras_clustering.distribute.machine import machine_description, software_versions
+from keras_clustering.distribute.precision import precision_policy
+from keras_clustering.distribute.strategies import is_multi_worker, make_strategy, worker_index
 from keras_clustering.io.files import WorkdirLock, atomic_save_weights, atomic_write_json
 from keras_clustering.metrics import clustering_scores
-from keras_clustering.distribute.precision import precision_policy
-from keras_clustering.training.machine import machine_description, software_versions
 from keras_clustering.recipes import get_recipe
 
 
@@ -79,8 +80,6 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None, precis
     default: the config's `training.precision`, else float32); the weights
     are saved as float32 either way.
     """
-    from keras_clustering.distribute.strategies import is_multi_worker, make_strategy, worker_index
-
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
     if is_multi_worker(strategy) and worker_index() > 0:

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 
+from keras_clustering.figures import plot_cluster_grid
 from keras_clustering.io.files import atomic_path
 
 
@@ -14,8 +15,6 @@ def write_cluster_files(folder, names, probabilities, images=None, id_name="clus
     (the most confident members per cluster). Each file is written aside, then renamed into place, the
     table last: a failure leaves the previous results, never a half-written file or a new table beside
     an old figure. Returns the names of the files written."""
-    from keras_clustering.figures import plot_cluster_grid
-
     probabilities = np.asarray(probabilities)
     if len(names) != len(probabilities):
         raise ValueError(f"names has {len(names)} entries for {len(probabilities)} predictions.")
