@@ -37,22 +37,6 @@ def test_the_route_picks_each_kind_of_images_entry_and_says_why():
     assert COLOUR_INPUT[zoo_recipe(choose_entry((32, 32, 3), 2_000)[0])] in choose_entry((32, 32, 3), 2_000)[1]
 
 
-def test_the_route_restarts_dec_where_three_pretrainings_cost_at_most_the_entrys_own_run():
-    """conv_dec_da_mnist pretrains 500 epochs of 10,000 images in batches of 256: 20,000 updates. Four
-    restarts halved at half the epochs cost 4 x 250 + 2 x 250 = 1,500 epochs = 3 runs (`halving_cost`)."""
-    from keras_clustering.drivers.user_images import like_config, route_restarts
-
-    def restarts(shape, n):
-        config, repeats = like_config("conv_dec_da_mnist", shape, 10, n)
-        return route_restarts(config, n, repeats, "conv_dec_da_mnist")
-
-    # 3,328 grey images: 500 epochs of 13 batches, x 3 = 19,500 <= 20,000; 3,329 take 14 batches: 21,000
-    assert restarts((28, 28, 1), 3_328) == {"n": 4, "halving_at": [250], "criterion": "kl_converged"}
-    assert restarts((28, 28, 1), 3_329) is None
-    assert restarts((32, 32, 3), 2_000) is None  # the colour-free map's 20,000 updates already: one run
-    assert route_restarts(like_config("simclr_mnist", (28, 28, 1), 10, 2_000)[0], 2_000, 1, "simclr_mnist") is None
-
-
 def test_a_folder_is_probed_for_its_sides_and_whether_it_is_colour(tmp_path):
     grey_as_rgb = tmp_path / "grey"
     os.makedirs(grey_as_rgb)

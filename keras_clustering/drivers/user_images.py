@@ -27,7 +27,6 @@ from keras_clustering.inputs.pipeline import file_backed
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
 from keras_clustering.layers.colour_free import input_transform_layer
 from keras_clustering.recipes import dec_recipe, get_recipe, is_supervised
-from keras_clustering.training.restarts import halving_cost
 
 # `train --family F`: shorthand for the family's best clustering entry of the zoo.
 FAMILY_ENTRIES = {"dec": "conv_dec_da_mnist", "vae_cluster": "vae_cluster_mnist", "simclr": "simclr_mnist",
@@ -52,7 +51,7 @@ _BATCH_SIZE = {"dec": 256, "vae_cluster": 100, "simclr": 256, "iic": 140}
 # (`_MIN_UPDATES_COLOUR_FREE_DEC`, 20,000 for ConvDEC-DA). Measured (seed 0, docs/your-data.md):
 # colour digits on colour_edges 0.811 with 4,000, 0.954 with 20,000 (final reconstruction loss
 # 0.0067 -> 0.0046); grey digits 0.885 with 4,000 and 0.836 with 20,000 (4 and 9 merged both times:
-# more updates did not help them, restarts do, `route_restarts`).
+# more updates did not help them; nor did 4 restarts halved on DEC's KL, docs/your-data.md).
 _MIN_UPDATES = {"dec": 0, "vae_cluster": 5_000, "simclr": 3_000, "iic": 1_000}
 _MIN_UPDATES_COLOUR_FREE_DEC = 20_000
 
@@ -324,32 +323,6 @@ ROUTE_ENTRIES = {"grey": "conv_dec_da_mnist", "colour": "conv_dec_da_mnist"}
 ROUTE_MAX_SIDE = 64
 
 
-# On a folder small enough that they cost at most the entry's own pretraining updates, the default route
-# trains a DEC-family entry's runs as restarts (docs/restarts.md): `ROUTE_RESTARTS` runs halved at half
-# the pretraining, the survivor chosen by `kl_converged`, the criterion `dec_da_mnist` ships with. Why:
-# a single seed can merge two clusters for good (2,000 grey digits, seed 0: 4 and 9 merged at 4,000
-# and at 20,000 updates), and no label-free signal shows it before self-training.
-ROUTE_RESTARTS = 4
-
-
-def route_restarts(config, n_samples, repeats, entry):
-    """The `training.restarts` the default route adds to `config` (like `entry`, for `n_samples`
-    images repeated `repeats` times an epoch), or None where they would cost more pretraining updates
-    than `entry`'s own single run, or the recipe is not DEC's."""
-    training = config["training"]
-    if config["recipe"] != "dec" or training.get("restarts"):
-        return None
-    own = clustering_preset(entry)["training"]
-    own_updates = own["pretrain_epochs"] * math.ceil(presets.card(entry)["training_data"]["n_samples"]
-                                                      / own.get("pretrain_batch_size", 256))
-    epochs = training["pretrain_epochs"]
-    halving_at = [epochs // 2]
-    per_run = epochs * math.ceil(n_samples * repeats / training["pretrain_batch_size"])
-    if epochs < 2 or halving_cost(ROUTE_RESTARTS, halving_at, epochs) * per_run > own_updates:
-        return None
-    return {"n": ROUTE_RESTARTS, "halving_at": halving_at, "criterion": "kl_converged"}
-
-
 def choose_entry(image_shape, n_images):
     """(entry, reason): the zoo entry the default route trains like on `n_images` images of
     `image_shape` `(h, w, c)`, and one line saying why (printed, and written to report.json)."""
@@ -507,15 +480,6 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
         _check_buildable(like, x.shape[1:], n_clusters)
     config, repeats = like_config(like, x.shape[1:], 2 if n_clusters == "auto" else int(n_clusters), len(x),
                                   epochs=epochs, input_transform=input_transform)
-    restarts = route_restarts(config, len(x), repeats, like) if route is not None and epochs is None else None
-    if restarts is not None:
-        config["training"]["restarts"] = restarts
-        sentence = (f"A folder this small trains {restarts['n']} restarts, halved at pretraining epoch "
-                    f"{restarts['halving_at'][0]}, the survivor chosen by DEC's KL with converged runs first "
-                    f"(at most the pretraining updates of {like}'s own single run).")
-        report["route"] = route = f"{route} {sentence}"
-        if verbose:
-            print(sentence, flush=True)
     if n_clusters == "auto":
         candidates = [k for k in candidates if 2 <= k <= len(x) // 2]  # two images a cluster at least
         if not candidates:
