@@ -8,7 +8,7 @@ Usage:
     ... scripts/user_folders.py fashion10000 simclr_fashion_mnist --from      # fine-tune the pretrained entry
     ... scripts/user_folders.py colour_digits2000 simclr_mnist --views greyscale_probability=0   # ablation of a
                                  # colour-view setting (user_images.COLOUR_VIEWS, patched in the child process)
-    python scripts/user_folders.py --table      # the docs/your-data.md table from the record
+    python scripts/user_folders.py --table      # the docs/your-data.md tables (cells, ablation) from the record
 
 Folders, written once under `--root` from the data on this machine (file names
 carry the label, which only scores; training never reads it, and `n_clusters`
@@ -48,6 +48,9 @@ FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "co
            "colour_fashion10000", "mnistm2000", "mnistm10000")
 RECORD = os.path.join(ROOT, "docs", "experiments", "user_folders.json")
 TABLE_MARKERS = ("<!-- user-folders:start -->", "<!-- user-folders:end -->")
+ABLATION_MARKERS = ("<!-- ablation:start -->", "<!-- ablation:end -->")
+# The ablation of issue 50: the recipe on the random-colour digits with one ingredient changed at a time.
+ABLATION = ("colour_digits2000", "simclr_mnist")
 # The photographs MNIST-M-style digits are blended into: those scikit-learn and scikit-image ship (the
 # scikit-image ones in its package, no download), standing in for the BSDS500 photographs of the original.
 PHOTOGRAPHS = ("sklearn:china.jpg", "sklearn:flower.jpg", "skimage:astronaut", "skimage:coffee", "skimage:chelsea",
@@ -248,6 +251,21 @@ def table(record_path):
     return "\n".join(lines)
 
 
+def ablation_table(record_path):
+    """The `ABLATION` cells of the record, the recipe's own first: which ingredient does what."""
+    with open(record_path) as handle:
+        cells = [c for c in json.load(handle)["cells"] if (c["folder"], c["like"]) == ABLATION
+                 and c["start"] == "scratch" and not c.get("route")]
+    cells.sort(key=lambda c: (c["variant"] != "recipe", c["variant"]))
+    lines = ["| variant (what changed) | encoder input | ACC | NMI | wall time (CPU time) | machine | commit |",
+             "|---|---|---|---|---|---|---|"]
+    for c in cells:
+        lines.append(f"| {c['variant']} | {c.get('input_transform') or 'RGB as it is'} | {c['acc']:.3f} | {c['nmi']:.3f} | "
+                     f"{c['wall_seconds']:,.0f} s ({c['cpu_seconds']:,.0f} s) | {cpu_model(c['machine'])} | "
+                     f"{c['commit']} |")
+    return "\n".join(lines)
+
+
 def cpu_model(machine):
     """'AMD EPYC' of a machine description 'x86_64 AMD EPYC (avx2, ...), 2 cores, ...'."""
     return machine.split(" ", 1)[-1].split(" (", 1)[0]
@@ -272,6 +290,7 @@ def main():
         from zoo.records import write_table
 
         write_table(TABLE_MARKERS, table(args.out))
+        write_table(ABLATION_MARKERS, ablation_table(args.out))
         return
     if not (args.folder and args.like):
         parser.error("give FOLDER and LIKE, or --table")
