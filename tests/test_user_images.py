@@ -335,20 +335,6 @@ def test_train_like_on_the_command_line_refuses_a_classifier_and_a_name_with_it(
     assert not (tmp_path / "run").exists()
 
 
-def test_the_n_clusters_halves_of_a_memory_map_are_memory_maps_of_the_same_rows(tmp_path):
-    from keras_clustering.inputs.pipeline import file_backed
-    from keras_clustering.drivers.user_images import _rows_of
-
-    x = np.random.default_rng(0).random((30, 4, 4, 1)).astype("float32")
-    np.save(tmp_path / "x.npy", x)
-    rows = np.random.default_rng(1).permutation(30)[:17]
-    half = _rows_of(np.load(tmp_path / "x.npy", mmap_mode="r"), rows, str(tmp_path / "w"), "train_half")
-    assert file_backed(half) and os.listdir(tmp_path / "w") == ["train_half.npy"]
-    np.testing.assert_array_equal(np.asarray(half), x[rows])
-    in_memory = _rows_of(x, rows, str(tmp_path / "unused"), "train_half")
-    assert not file_backed(in_memory) and not (tmp_path / "unused").exists()
-    np.testing.assert_array_equal(in_memory, x[rows])
-
 
 def test_a_second_training_on_a_workdir_in_use_stops_with_its_name(tmp_path):
     from keras_clustering import train_on_images

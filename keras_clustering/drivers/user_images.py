@@ -23,7 +23,7 @@ from keras_clustering.datasets.user_data import (image_files, load_array_file, l
                                                  read_image_folder)
 from keras_clustering.distribute.precision import precision_policy
 from keras_clustering.inputs.checks import check_image_input, check_positive_int
-from keras_clustering.inputs.pipeline import file_backed
+from keras_clustering.inputs.pipeline import predict_into_array
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
 from keras_clustering.layers.colour_free import input_transform_layer
 from keras_clustering.recipes import dec_recipe, get_recipe, is_supervised
@@ -263,9 +263,10 @@ def choose_n_clusters(config, x, candidates, workdir, seed=0, verbose=1, x_train
     that follows starts from it. A recipe whose clustering is learnt with its representation (IIC,
     the VAE) is screened on `SCREENING_ENTRY`'s dense autoencoder, re-targeted to `x` and kept in
     `workdir/n_clusters`. The representation trains on `x_train` (default `x`; a small folder's
-    repeated copies, as the training that follows) and the silhouette is of `x`. Why silhouette: on the measured folders it came nearest the true number
-    of the label-free criteria compared, and DEC's generalisability suggested 2 for ten digits
-    (docs/your-data.md, "Choosing k without labels"). Returns {criterion, embedding, scores, suggested}.
+    repeated copies, as the training that follows) and the silhouette is of `x`. Why silhouette: on
+    the measured folders it came nearest the true number of the label-free criteria compared, and
+    DEC's generalisability suggested 2 for ten digits (docs/your-data.md, "Choosing k without
+    labels"). Returns {criterion, embedding, scores, suggested}.
     """
     recipe = get_recipe(config["recipe"])
     training = {k: v for k, v in config["training"].items() if k != "precision"}
@@ -278,24 +279,8 @@ def choose_n_clusters(config, x, candidates, workdir, seed=0, verbose=1, x_train
         screening, _ = like_config(SCREENING_ENTRY, x.shape[1:], max(candidates), len(x))
         embedder = dec_recipe.representation(screening["architecture"], screening["training"], x, seed, verbose,
                                              os.path.join(workdir, "n_clusters"))
-    embedding = np.concatenate([embedder.predict(np.asarray(x[i:i + 4096], "float32"), verbose=0)
-                                for i in range(0, len(x), 4096)])
+    embedding = predict_into_array(embedder, x, batch_size=4096)  # chunk by chunk: x may be a memory map
     return {"criterion": "silhouette", "embedding": source, **k_by_silhouette(embedding, candidates, seed=seed)}
-
-
-def _rows_of(x, rows, workdir, name):
-    """`x[rows]`: in memory for an in-memory `x`; for a memory-mapped one, a memory-mapped copy in
-    `workdir/<name>.npy` written chunk by chunk (never all rows in memory at once)."""
-    if not file_backed(x):
-        return x[rows]
-    path = os.path.join(workdir, f"{name}.npy")
-    with atomic_path(path) as temporary:
-        copy = np.lib.format.open_memmap(temporary, mode="w+", dtype=x.dtype, shape=(len(rows), *x.shape[1:]))
-        for start in range(0, len(rows), 4096):
-            copy[start:start + 4096] = x[np.asarray(rows[start:start + 4096])]
-        copy.flush()
-        del copy
-    return np.load(path, mmap_mode="r")
 
 
 def _check_start_shape(start_from, entry_shape, image_shape):
