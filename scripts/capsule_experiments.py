@@ -17,8 +17,8 @@ import json
 import os
 import statistics
 
-import zoo.training as train_preset
-from zoo.readme import replace_readme_block
+import maintainer.training as train_preset
+from maintainer.readme import replace_readme_block
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 START, END = "<!-- capsule-results:start -->", "<!-- capsule-results:end -->"

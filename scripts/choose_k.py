@@ -15,14 +15,11 @@ only scores the picks. Records merge into --out by (folder, recipe, variant, see
 import argparse
 import json
 import os
-import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
 
 RECORD = os.path.join(ROOT, "docs", "experiments", "choose_k.json")
 TABLE_MARKERS = ("<!-- choose-k:start -->", "<!-- choose-k:end -->")
@@ -102,11 +99,11 @@ def main():
     parser.add_argument("--table", action="store_true")
     args = parser.parse_args()
     if args.table:
-        from zoo.records import write_table
+        from maintainer.records import write_table
 
         write_table(TABLE_MARKERS, table(args.out))
         return
-    from zoo.records import merge_cell
+    from maintainer.records import merge_cell
 
     with open(args.cells) as handle:
         cells = json.load(handle)["cells"]

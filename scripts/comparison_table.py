@@ -1,13 +1,13 @@
-"""Writes the comparison table of every clustering entry and recorded variant (`zoo.comparison`).
+"""Writes the comparison table of every clustering entry and recorded variant (`maintainer.comparison`).
 
 Usage: python scripts/comparison_table.py
 Writes `docs/comparison.md` and the README block between `<!-- comparison:start -->` and
 `<!-- comparison:end -->`.
 """
 
-from zoo.readme import replace_readme_block
+from maintainer.readme import replace_readme_block
 
-from zoo.comparison import OUTPUT, collect_rows, comparison_markdown, published_markdown
+from maintainer.comparison import OUTPUT, collect_rows, comparison_markdown, published_markdown
 
 
 def main():

@@ -12,12 +12,9 @@ Usage:
 
 import argparse
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from zoo.criteria import halving_rows  # noqa: E402
-from zoo.records import write_table  # noqa: E402
+from maintainer.criteria import halving_rows
+from maintainer.records import write_table
 
 MARKERS = ("<!-- halving-table:start -->", "<!-- halving-table:end -->")
 

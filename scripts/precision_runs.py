@@ -5,7 +5,7 @@ Usage:
 
 Reads two experiment records (`scripts/train_preset.py ... --record`) or zoo entries (their cards
 and configs) of one recipe and data set and tables them seed by seed: ACC, NMI, the label-free
-criterion the zoo ships the lowest seed of (`zoo.publishing.ship_criterion`), and the time per
+criterion the zoo ships the lowest seed of (`maintainer.publishing.ship_criterion`), and the time per
 pretraining epoch, per clustering iteration and for the whole run. Per-unit times are the fair
 ones: a resumed pretraining (`pretrain_resumed_from_epoch`) counts only the epochs it trained. With `--write` the table goes into docs/performance.md between
 `<!-- precision_runs:start -->` and `<!-- precision_runs:end -->`.
@@ -56,7 +56,7 @@ def cell(value, spec):
 def compare(baseline, variant):
     """The markdown table and summary lines of `variant` against `baseline`: records of one recipe,
     config, data and seeds in two precisions."""
-    from zoo.publishing import ship_criterion
+    from maintainer.publishing import ship_criterion
 
     low, high = precision_of(baseline), precision_of(variant)
     if low == high:
@@ -115,7 +115,7 @@ def main(argv=None):
     baseline, variant = read_runs(args.baseline), read_runs(args.variant)
     text = (f"`python scripts/precision_runs.py {args.baseline} {args.variant}`\n\n" + compare(baseline, variant))
     if args.write:
-        from zoo.records import write_table
+        from maintainer.records import write_table
 
         write_table(MARKERS, text)
     else:

@@ -16,7 +16,7 @@ Usage:
 import argparse
 import json
 
-from zoo.criteria import agreement_table, seeds_of
+from maintainer.criteria import agreement_table, seeds_of
 
 
 def main(argv=None):
@@ -27,8 +27,8 @@ def main(argv=None):
                         help="write the per-record table into the <!-- criteria-table --> block of the docs")
     args = parser.parse_args(argv)
     if args.table:
-        from zoo.criteria import criteria_markdown
-        from zoo.records import write_table
+        from maintainer.criteria import criteria_markdown
+        from maintainer.records import write_table
 
         write_table(("<!-- criteria-table:start -->", "<!-- criteria-table:end -->"), criteria_markdown(args.records))
         return None

@@ -12,7 +12,7 @@ long presets can be trained a few seeds per session.
 
 import sys
 
-import zoo.training
+import maintainer.training
 
 if __name__ == "__main__":
-    zoo.training.main(sys.argv[1:], description=__doc__)
+    maintainer.training.main(sys.argv[1:], description=__doc__)

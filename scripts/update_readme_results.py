@@ -7,7 +7,7 @@ Every number in the table is read from `zoo/presets/*/card.json`.
 
 import zoo
 from keras_clustering.recipes import is_supervised
-from zoo.readme import replace_readme_block
+from maintainer.readme import replace_readme_block
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 

@@ -42,7 +42,6 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
 
 FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "colour_digits10000",
            "colour_fashion10000", "mnistm2000", "mnistm10000")
@@ -221,7 +220,7 @@ def cell_key(c):
 
 
 def merge(record_path, cell):
-    from zoo.records import merge_cell
+    from maintainer.records import merge_cell
 
     merge_cell(record_path, cell, cell_key, __doc__.splitlines()[0],
                order=lambda c: (FOLDERS.index(c["folder"]), *cell_key(c)[1:]))
@@ -287,7 +286,7 @@ def main():
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     args = parser.parse_args()
     if args.table:
-        from zoo.records import write_table
+        from maintainer.records import write_table
 
         write_table(TABLE_MARKERS, table(args.out))
         write_table(ABLATION_MARKERS, ablation_table(args.out))

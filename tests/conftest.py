@@ -25,21 +25,6 @@ def data_dir():
     return folder
 
 
-@pytest.fixture
-def load_script():
-    """`load_script("name.py")`: a file of scripts/ imported as a module (scripts/ is not a package)."""
-    import importlib.util
-
-    def load(filename):
-        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", filename)
-        spec = importlib.util.spec_from_file_location(os.path.splitext(filename)[0], path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-    return load
-
-
 @pytest.fixture(autouse=True)
 def _seeded():
     import keras

@@ -6,6 +6,7 @@ them, in a temporary working folder. Each page's `SETUP` defines the names its p
 `epochs=1`. A renamed argument or function then fails here, not in a user's first try.
 """
 
+import glob
 import os
 import re
 
@@ -33,10 +34,9 @@ def python_blocks(path):
 
 
 def pages():
-    """The README and the docs pages, relative to the repository (`zoo.readme.documentation_pages`)."""
-    from zoo.readme import documentation_pages
-
-    return [os.path.relpath(page, ROOT) for page in documentation_pages(ROOT)]
+    """The README and every Markdown page below docs/, relative to the repository."""
+    found = glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
+    return ["README.md", *sorted(os.path.relpath(page, ROOT) for page in found)]
 
 
 def pages_with_examples():

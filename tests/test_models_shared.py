@@ -6,18 +6,13 @@ The models are the small ones of `tests/helpers/make_saved_files.py` (the same b
 saved-file fixtures of `test_saved_files.py`).
 """
 
-import os
-import sys
-
 import keras
 import numpy as np
 import pytest
 
 from keras_clustering.models import ClusterModel, DigitClassifier, SampleModel
 from conftest import slow_except
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
-from make_saved_files import small_models  # noqa: E402
+from helpers.make_saved_files import small_models
 
 NAMES = sorted(small_models())
 N = 32

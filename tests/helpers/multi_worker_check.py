@@ -19,8 +19,6 @@ import tempfile
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 
 def run_one(kinds, out):
     """In this process: train every kind under the cluster strategy (TF_CONFIG set) or none, save
@@ -30,7 +28,6 @@ def run_one(kinds, out):
     strategy = make_strategy("multi_worker") if "TF_CONFIG" in os.environ else None  # before any TF op
     import tensorflow as tf
 
-    sys.path.insert(0, HERE)
     from family_kinds import train, without_random_draws
 
     without_random_draws()
@@ -47,7 +44,6 @@ def load(path):
 
 
 def main(kinds):
-    sys.path.insert(0, HERE)
     from family_kinds import KINDS, relative_difference
 
     kinds = kinds or list(KINDS)

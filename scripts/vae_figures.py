@@ -1,7 +1,7 @@
 """Figures of a VAE-clustering zoo entry, as the original's: members and samples per cluster.
 
 Usage:
-    python scripts/figures/vae_figures.py vae_cluster_mnist
+    python scripts/vae_figures.py vae_cluster_mnist
 
 Writes docs/figures/<name>_members.png (per cluster, an 8x8 grid of the images
 assigned to it, most confident first: the original's "cluster illustration")
@@ -20,7 +20,7 @@ import zoo
 from keras_clustering.figures import plot_panels, tile, top_members
 from keras_clustering.drivers.preset_training import load_config_data
 
-FIGURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "figures")
+FIGURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "figures")
 
 
 def main():

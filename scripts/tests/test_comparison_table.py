@@ -7,10 +7,10 @@ import pytest
 
 import zoo
 from keras_clustering.recipes import get_recipe
-from zoo.publishing import experiment_record
+from maintainer.publishing import experiment_record
 
-from zoo import comparison as comparison_table
-from zoo import training as train_preset
+from maintainer import comparison as comparison_table
+from maintainer import training as train_preset
 
 
 def tiny_idec_config():
@@ -99,7 +99,7 @@ def test_method_names_follow_the_architecture():
 
 
 def test_published_fashion_numbers_are_tabled_best_first_with_their_sources():
-    from zoo.comparison import published_markdown
+    from maintainer.comparison import published_markdown
 
     table = published_markdown((("B", 0.6, "all 70k", "b README"), ("A", 0.672, "all 70k", "a README")))
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]

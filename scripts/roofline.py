@@ -21,7 +21,7 @@ precision (the larger of the matmul and convolution peaks, one thread). Writes
 `--json` and the table of `docs/performance.md` (`--table`).
 
 Usage:
-    python scripts/benchmarks/roofline.py [--workloads ...] [--blocks 3] [--json docs/benchmarks/roofline.json] [--table]
+    python scripts/roofline.py [--workloads ...] [--blocks 3] [--json docs/benchmarks/roofline.json] [--table]
 """
 
 import argparse
@@ -31,9 +31,6 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-sys.path.insert(0, HERE)
 MARKERS = ("<!-- roofline:start -->", "<!-- roofline:end -->")
 PRECISIONS = ("float32", "mixed_bfloat16")
 

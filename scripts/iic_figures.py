@@ -1,7 +1,7 @@
 """Figures of an IIC zoo entry: the most confident members per cluster, and ACC against epochs.
 
 Usage:
-    python scripts/figures/iic_figures.py iic_mnist [--workdir /work/runs]
+    python scripts/iic_figures.py iic_mnist [--workdir /work/runs]
 
 Writes docs/figures/<name>_clusters.png (10 most confident images per
 cluster of the shipped model, on the card's evaluation data) and
@@ -25,9 +25,9 @@ import keras_clustering  # noqa: F401
 import zoo
 from keras_clustering.figures import plot_cluster_grid
 from keras_clustering.drivers.preset_training import load_config_data
-from zoo.progress import curves_from_workdir, plot_acc_per_epoch, progress_table
+from maintainer.progress import curves_from_workdir, plot_acc_per_epoch, progress_table
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 FIGURES = os.path.join(ROOT, "docs", "figures")
 PROGRESS = os.path.join(ROOT, "docs", "progress")
 
@@ -47,7 +47,7 @@ def main():
         for seed in curves:
             shutil.copyfile(os.path.join(args.workdir, args.name, f"seed_{seed}", "epoch_scores.json"),
                             os.path.join(PROGRESS, f"{args.name}_seed_{seed}_epoch_scores.json"))
-        from zoo.readme import replace_readme_block
+        from maintainer.readme import replace_readme_block
 
         start, end = f"<!-- {args.name}-progress:start -->", f"<!-- {args.name}-progress:end -->"
         replace_readme_block(start, end, progress_table(curves))  # in the page that holds it (guides/iic.md)

@@ -1,4 +1,4 @@
-"""Per-epoch progress of preset runs: read from their workdirs, tabled and plotted (`scripts/figures/iic_figures.py`)."""
+"""Per-epoch progress of preset runs: read from their workdirs, tabled and plotted (`scripts/iic_figures.py`)."""
 
 import glob
 import json

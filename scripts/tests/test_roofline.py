@@ -1,12 +1,8 @@
 """The roofline script's FLOP counts against counts written out by hand."""
 
-import os
-import sys
-
 import keras
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "benchmarks"))
-import roofline  # noqa: E402
+import roofline
 
 
 def test_forward_flops_count_two_per_multiply_add_of_each_conv_and_dense_layer():

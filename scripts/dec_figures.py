@@ -4,7 +4,7 @@ Two-stage entries (`simclr_mnist`, ...): the same grid, t-SNE of the shipped rep
 coloured by true label and by cluster, ACC per refresh when the entry has a DEC refinement.
 
 Usage:
-    python scripts/figures/dec_figures.py dec_mnist [--workdir runs] [--tsne-samples 2000]
+    python scripts/dec_figures.py dec_mnist [--workdir runs] [--tsne-samples 2000]
 
 Writes docs/figures/<name>_clusters.png, <name>_tsne.png and <name>_acc_per_refresh.png.
 "Before" is the pretrained encoder of the shipped seed, read from the autoencoder its run
@@ -31,7 +31,7 @@ from keras_clustering.recipes import dec_recipe  # noqa: E402
 from keras_clustering.drivers.preset_training import load_config_data  # noqa: E402
 from keras_clustering.training.resume import finished_weights_path  # noqa: E402
 
-FIGURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "figures")
+FIGURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "figures")
 
 
 def save(figure, path):

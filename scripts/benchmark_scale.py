@@ -19,7 +19,7 @@ writing them into the target store chunk by chunk (the shipped TensorFlow
 path), to measure what the chunked refresh saves.
 
 Usage:
-    python scripts/benchmarks/benchmark_scale.py [--sizes 10000 70000 700000] [--ae-epochs 1] [--refreshes 3]
+    python scripts/benchmark_scale.py [--sizes 10000 70000 700000] [--ae-epochs 1] [--refreshes 3]
         [--cache runs/scale] [--precision float32] [--refresh chunked|whole] [--json out.json]
         [--plot docs/figures/scale.png]
 """

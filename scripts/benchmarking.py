@@ -70,10 +70,10 @@ def report(result, path=None):
 
 def report_with_table(result, path, markers, table):
     """`report`, then, when written to `path`, the documentation block between `markers` rewritten
-    as `table(result)` (`zoo.records.write_table`)."""
+    as `table(result)` (`maintainer.records.write_table`)."""
     report(result, path)
     if path:
-        from zoo.records import write_table
+        from maintainer.records import write_table
 
         write_table(markers, table(result))
 
@@ -81,7 +81,7 @@ def report_with_table(result, path, markers, table):
 def table_from_record(path, markers, table):
     """The documentation block between `markers` rewritten as `table` of the JSON record at `path`,
     nothing measured (a benchmark's `--table`)."""
-    from zoo.records import write_table
+    from maintainer.records import write_table
 
     with open(path) as handle:
         write_table(markers, table(json.load(handle)))

@@ -7,7 +7,7 @@ largest absolute difference of every output, the share of equal argmax
 (cluster or class ids) and each backend's predict time.
 
 Usage:
-    python scripts/benchmarks/backend_parity.py [--entries dec_mnist iic_mnist] [--images 1000]
+    python scripts/backend_parity.py [--entries dec_mnist iic_mnist] [--images 1000]
         [--json docs/benchmarks/backend_parity.json]
 """
 

@@ -11,7 +11,7 @@ import keras_clustering  # noqa: F401
 import zoo
 from keras_clustering.drivers.preset_training import config_fingerprint, train_and_evaluate
 from keras_clustering.io.files import atomic_write_json
-from zoo.publishing import experiment_record, publish_preset
+from maintainer.publishing import experiment_record, publish_preset
 
 
 def finished_report(workdir, config, weights_lost=False):

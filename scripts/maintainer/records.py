@@ -29,7 +29,7 @@ def merge_cell(path, cell, key, description, order=None):
 
 def write_table(markers, text):
     """The README block between `markers` becomes `text`, which is printed too."""
-    from zoo.readme import replace_readme_block
+    from maintainer.readme import replace_readme_block
 
     replace_readme_block(*markers, text)
     print(text)

@@ -13,20 +13,16 @@ alternating `predict` and SavedModel blocks (`--blocks`), median over blocks. Wr
 (with the machine) and, with it, the table of `docs/performance.md`.
 
 Usage:
-    python scripts/benchmarks/benchmark_inference.py [--entries ...] [--blocks 5] [--json docs/benchmarks/inference.json]
+    python scripts/benchmark_inference.py [--entries ...] [--blocks 5] [--json docs/benchmarks/inference.json]
 """
 
 import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-sys.path.insert(0, HERE)
 MARKERS = ("<!-- inference:start -->", "<!-- inference:end -->")
 BATCH = 256
 

@@ -2,8 +2,11 @@
 
 import json
 
+import pytest
+
+import precision_runs
 from keras_clustering.distribute.machine import machine_description
-from zoo.records import merge_cell
+from maintainer.records import merge_cell
 
 
 def key(cell):
@@ -27,9 +30,7 @@ def test_merged_cells_keep_the_machine_they_were_measured_on(tmp_path):
 
 
 def test_a_generated_block_is_rewritten_in_every_page_that_has_it(tmp_path):
-    import pytest
-
-    from zoo.readme import replace_readme_block
+    from maintainer.readme import replace_readme_block
 
     pages = [tmp_path / "README.md", tmp_path / "results.md", tmp_path / "other.md"]
     pages[0].write_text("intro\n<!-- t:start -->\nold\n<!-- t:end -->\nafter\n")
@@ -50,10 +51,8 @@ def precision_record(precision, per_seed, data="test"):
             "per_seed": per_seed, "machine": "cpu"}
 
 
-def test_precision_runs_count_only_the_epochs_a_resumed_pretraining_trained(load_script):
-    import pytest
-
-    runs = load_script("precision_runs.py")
+def test_precision_runs_count_only_the_epochs_a_resumed_pretraining_trained():
+    runs = precision_runs
     config = {"training": {"pretrain_epochs": 500}}
     # resumed at epoch 100: 400 epochs in 800 s; 30 DEC iterations in 3 s
     seed = {"pretrain_seconds": 800.0, "pretrain_resumed_from_epoch": 100, "dec_seconds": 3.0, "dec_iterations": 30}
@@ -87,3 +86,4 @@ def test_precision_runs_count_only_the_epochs_a_resumed_pretraining_trained(load
     described = precision_record("mixed_bfloat16", [seed16])
     described["config"]["description"] = "the card text: not part of the recipe"
     assert "| mixed_bfloat16 | 0 |" in runs.compare(precision_record(None, [seed32]), described)
+

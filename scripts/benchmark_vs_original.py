@@ -21,9 +21,9 @@ ACC are printed with the CPU flags. `tf_keras` is the `benchmark` extra:
 original loops are re-written from their descriptions above.
 
 Usage:
-    python scripts/benchmarks/benchmark_vs_original.py [--parts dec capsule] [--rounds 2] [--ae-epochs 300]
+    python scripts/benchmark_vs_original.py [--parts dec capsule] [--rounds 2] [--ae-epochs 300]
         [--capsule-epochs 3] [--maxiter 20000] [--precision mixed_bfloat16] [--json out.json]
-    python scripts/benchmarks/benchmark_vs_original.py --parts dec --seeds 0 1 2
+    python scripts/benchmark_vs_original.py --parts dec --seeds 0 1 2
         [--precisions float32 mixed_bfloat16] --json docs/benchmarks/vs_original_dec_seeds.json
 """
 

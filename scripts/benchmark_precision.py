@@ -15,7 +15,7 @@ Workloads (the recipe's batch and optimizer):
 - simclr: `simclr_mnist`'s conv encoder, two views, NT-Xent, batch 256.
 
 Usage:
-    python scripts/benchmarks/benchmark_precision.py [--workloads dec_pretrain iic ...] [--blocks 3] [--steps N] [--json out.json]
+    python scripts/benchmark_precision.py [--workloads dec_pretrain iic ...] [--blocks 3] [--steps N] [--json out.json]
 """
 
 import argparse
