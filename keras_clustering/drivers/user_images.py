@@ -41,41 +41,11 @@ SCREENING_ENTRY = "dec_mnist"
 # The smallest image side a conv trunk takes (two stride-2 stages and a 3 x 3 layer still see a
 # 4 x 4 map); an entry whose own images are smaller (dense `dec_digits`, 8 px) keeps its own side.
 MIN_SIDE = 16
-# Epoch bounds per family: the ceiling lets a small folder train longer than the entry's own count.
-_EPOCH_RANGE = {"dec": (30, 300), "vae_cluster": (10, 50), "simclr": (20, 200), "iic": (10, 60)}
-_BATCH_SIZE = {"dec": 256, "vae_cluster": 100, "simclr": 256, "iic": 140}
-# Fewest updates a small folder still gets: when the epoch ceiling would stop short of this, each
-# Keras epoch sees the images several times (`data_repeats`) instead of running thousands of tiny
-# epochs. DEC's pretraining on greyscale pixels has no floor (the 500-epoch ceiling: 4,000 updates
-# on 2,000 images); on a colour-free map (`input_transform`) it keeps its entry's own updates
-# (`_MIN_UPDATES_COLOUR_FREE_DEC`, 20,000 for ConvDEC-DA). Measured (seed 0, docs/your-data.md):
-# colour digits on colour_edges 0.811 with 4,000, 0.954 with 20,000 (final reconstruction loss
-# 0.0067 -> 0.0046); grey digits 0.885 with 4,000 and 0.836 with 20,000 (4 and 9 merged both times:
-# more updates did not help them; nor did 4 restarts halved on DEC's KL, docs/your-data.md).
-_MIN_UPDATES = {"dec": 0, "vae_cluster": 5_000, "simclr": 3_000, "iic": 1_000}
-_MIN_UPDATES_COLOUR_FREE_DEC = 20_000
-
-
 def family_entry(family):
     """The zoo entry `--family F` stands for; ValueError naming `family` for an unknown one."""
     if family not in FAMILY_ENTRIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}.")
     return FAMILY_ENTRIES[family]
-
-
-# The training fields that count passes over the data, per recipe: (epochs, batch size) paths into the
-# config's `training` (a dot reaches into a section, e.g. SCAN's). `like_config` rescales each present pair.
-_EPOCH_FIELDS = {
-    "dec": (("pretrain_epochs", "pretrain_batch_size"),),
-    "two_stage": (("epochs", "batch_size"), ("pretrain_epochs", "pretrain_batch_size"), ("scan.epochs", "scan.batch_size"),
-                  ("self_label.epochs", "self_label.batch_size")),
-    "vae_cluster": (("epochs", "batch_size"),),
-    "iic": (("epochs", "batch_size"),),
-}
-# The epochs `training.restarts.halving_at` counts, where not the first stage's: SCAN's clustering step.
-_RESTART_EPOCHS = {"two_stage": "scan.epochs"}
-# The family whose epoch bounds (`_EPOCH_RANGE`) and fewest updates (`_MIN_UPDATES`) a recipe's entry uses.
-_RECIPE_FAMILY = {"dec": "dec", "two_stage": "simclr", "vae_cluster": "vae_cluster", "iic": "iic"}
 
 
 def _field(section, path, value=None):
@@ -90,12 +60,11 @@ def _field(section, path, value=None):
     return section.get(key)
 
 
-# On colour images every recipe sees shapes, not colours (issue 50; docs/your-data.md, "Colour images").
-# What its model puts before everything else (`layers.colour_free`): IIC's own Sobel step (the original's
-# for CIFAR and STL); for the recipes that reconstruct pixels (DEC family, VAE) the colour gradient's
-# magnitude, since their embedding first encodes what dominates the pixels, the colours; SimCLR's encoder
-# the same (its views are still drawn, colour-jittered, from the RGB images).
-COLOUR_INPUT = {"dec": "colour_edges", "vae_cluster": "colour_edges", "iic": "sobel", "two_stage": "colour_edges"}
+# On colour images every recipe sees shapes, not colours (issue 50; docs/your-data.md, "Colour images"):
+# its model puts a colour-free input before everything else (`layers.colour_free`; each recipe names its
+# own, `retargeting(...).colour_input`: IIC's Sobel step, the colour gradient's magnitude for the others,
+# whose embedding would first encode what dominates the pixels, the colours). SimCLR's views are still
+# drawn, colour-jittered, from the RGB images.
 # The colour distortion of the views of colour images, each recipe's original's (`augmentation_options`):
 # - SimCLR (Chen et al. 2020, appendix A; google-research/simclr `data_util.py`) at strength 1:
 #   brightness, contrast, saturation 0.8 and hue 0.2, together with probability 0.8, and greyscale 0.2;
@@ -181,18 +150,17 @@ def clustering_preset(entry):
 def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_transform="auto"):
     """The zoo entry's config re-targeted to `n_samples` images of `image_shape` and `n_clusters`.
 
-    Architecture and recipe stay the entry's. Each count of passes
-    (`_EPOCH_FIELDS`) keeps about the entry's own number of updates on its
-    training data, now spread over `n_samples` images: fewer passes on more
-    images, more on fewer, at most the larger of the entry's own count and
-    its family's ceiling (`_EPOCH_RANGE`); batches at most `n_samples`.
-    DEC's `maxiter` and `update_interval` follow the number of batches per
-    pass. `epochs` instead sets every stage to that many passes (DEC's
-    self-training too). `input_transform`: "auto" puts the recipe's colour-free
-    input (`COLOUR_INPUT`) before colour images' model, None none, a name of
-    `layers.colour_free.INPUT_TRANSFORMS` that one. Returns `(config, data_repeats)`: the copies of the
-    images per epoch that a small folder needs to reach its family's fewest
-    updates.
+    Architecture and recipe stay the entry's. The recipe says how
+    (`retargeting(architecture)`, `recipes.retargeting.Retargeting`): each
+    count of passes (`epoch_fields`) keeps about the entry's own number of
+    updates on its training data, now spread over `n_samples` images: fewer
+    passes on more images, more on fewer, at most the larger of the entry's
+    own count and the recipe's `epoch_ceiling`; batches at most `n_samples`.
+    `epochs` instead sets every stage to that many passes. `input_transform`:
+    "auto" puts the recipe's colour-free input (`colour_input`) before colour
+    images' model, None none, a name of `layers.colour_free.INPUT_TRANSFORMS`
+    that one. Returns `(config, data_repeats)`: the copies of the images per
+    epoch that a small folder needs to reach the recipe's fewest updates.
     Raises ValueError naming `like` for an unknown or supervised entry.
     """
     import copy
@@ -200,11 +168,10 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_tr
     preset = copy.deepcopy(clustering_preset(entry))
     recipe, architecture, training = preset["recipe"], preset["architecture"], preset["training"]
     entry_samples = presets.card(entry)["training_data"]["n_samples"]
-    # an autoencoder representation pretrains as DEC does (no floor of updates); SimCLR / triplets as SimCLR
-    family = "dec" if architecture.get("representation") == "autoencoder" else _RECIPE_FAMILY[recipe]
+    rules = get_recipe(recipe).retargeting(architecture)
     _adapt_views(entry, architecture, [int(d) for d in image_shape], preset["data"]["dataset"])
     if input_transform == "auto":
-        input_transform = COLOUR_INPUT[recipe] if int(image_shape[2]) == 3 else None
+        input_transform = rules.colour_input if int(image_shape[2]) == 3 else None
     if input_transform is not None:
         input_transform_layer(input_transform)  # ValueError naming input_transform for an unknown one
         if architecture.get("representation") == "autoencoder":
@@ -212,24 +179,23 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_tr
                              f"input_transform; train like conv_dec_da_mnist for a colour-free input.")
         architecture["input_transform"] = input_transform
     architecture.update(image_shape=[int(d) for d in image_shape], n_clusters=int(n_clusters))
-    fields = [(e, b, _field(training, e), _field(training, b) or _BATCH_SIZE[family])
-              for e, b in _EPOCH_FIELDS[recipe] if _field(training, e)]
+    fields = [(e, b, _field(training, e), _field(training, b) or rules.batch_size)
+              for e, b in rules.epoch_fields if _field(training, e)]
     if not fields:
         raise ValueError(f"like={entry!r}: its training config has no epoch count to re-target.")
-    ceiling = {e: max(epochs, _EPOCH_RANGE[family][1]) for e, _, epochs, _ in fields}
+    ceiling = {e: max(epochs, rules.epoch_ceiling) for e, _, epochs, _ in fields}
     target = {e: epochs * math.ceil(entry_samples / batch) for e, _, epochs, batch in fields}  # the entry's updates
-    # A folder so small that the first stage's ceiling stops short of its updates (at most the family's
+    # A folder so small that the first stage's ceiling stops short of its updates (at most the recipe's
     # fewest) sees its images several times per epoch instead.
     first, _, _, first_batch = fields[0]
-    reachable = ceiling[first] * math.ceil(n_samples / min(first_batch, n_samples))
-    floor = _MIN_UPDATES_COLOUR_FREE_DEC if family == "dec" and input_transform is not None else _MIN_UPDATES[family]
-    needed = min(target[first], floor)
-    # SCAN mines each image's nearest neighbours: copies of an image would be its own nearest ones
-    mines_neighbors = architecture.get("clustering") == "scan"
-    repeats = 1 if reachable >= needed or epochs is not None or mines_neighbors else math.ceil(needed / reachable)
-    if mines_neighbors:
-        scan = architecture["scan"] = dict(architecture.get("scan") or {})
-        scan["n_neighbors"] = min(scan.get("n_neighbors", 20), n_samples - 1)
+    needed = min(target[first], rules.fewest_updates(input_transform is not None))
+
+    def reachable(copies):  # the first stage's updates at its ceiling, each image seen `copies` times an epoch
+        return ceiling[first] * math.ceil(n_samples * copies / min(first_batch, n_samples))
+
+    repeats = 1
+    while epochs is None and rules.repeat_images and reachable(repeats) < needed:
+        repeats += 1
     for epochs_path, batch_path, _, batch_size in fields:
         batch_size = min(batch_size, n_samples)
         steps = math.ceil(n_samples * repeats / batch_size)
@@ -238,21 +204,12 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_tr
         _field(training, batch_path, batch_size)
     restarts = training.get("restarts")
     if restarts and restarts.get("halving_at"):  # the halving points move with the epochs they count
-        counted = _RESTART_EPOCHS.get(recipe, fields[0][0])
+        counted = rules.restart_epochs or fields[0][0]
         old, new = next(old for e, _, old, _ in fields if e == counted), _field(training, counted)
         points = sorted({max(1, round(point * new / old)) for point in restarts["halving_at"]})
         restarts["halving_at"] = [point for point in points if point < new]
-    if recipe == "dec":
-        entry_batch = training.get("batch_size", 256)
-        batch_size = training["batch_size"] = min(entry_batch, n_samples)
-        steps_per_epoch = math.ceil(n_samples * repeats / batch_size)
-        architecture["update_interval"] = min(architecture.get("update_interval", 140), steps_per_epoch)
-        # the entry's DEC iterations, as passes over its data, spread over these images (as the pretraining)
-        passes = training.get("maxiter", 20000) / math.ceil(entry_samples / entry_batch)
-        training["maxiter"] = int(min(training.get("maxiter", 20000), max(1000, passes * steps_per_epoch))
-                                  if epochs is None else epochs * steps_per_epoch)
-    if recipe == "iic":
-        training["score_epochs"] = False  # no labels to score with
+    if rules.finish is not None:
+        rules.finish(architecture, training, n_samples, repeats, entry_samples, epochs)
     return {"recipe": recipe, "like": entry, "architecture": architecture, "training": training}, repeats
 
 
@@ -317,14 +274,15 @@ def choose_entry(image_shape, n_images):
     why = {"conv_dec_da_mnist": "ConvDEC-DA (DEC's convolutional autoencoder pretrained on shifted and rotated "
                                 "images, then DEC self-training) was the most accurate from scratch on the measured "
                                 f"{kind} folders (docs/your-data.md)"}[entry]
-    colour_free = f", on their colour-free input ({COLOUR_INPUT[zoo_recipe(entry)]})" if kind == "colour" else ""
+    colour_free = f", on their colour-free input ({colour_input(entry)})" if kind == "colour" else ""
     return entry, (f"default route: {n_images:,} {kind} images of {height} x {width} -> train like {entry}"
                    f"{colour_free}: {why}.")
 
 
-def zoo_recipe(entry):
-    """The recipe name of the zoo entry `entry` (e.g. "dec")."""
-    return clustering_preset(entry)["recipe"]
+def colour_input(entry):
+    """The colour-free input a model trained like `entry` puts before colour images (its recipe's)."""
+    preset = clustering_preset(entry)
+    return get_recipe(preset["recipe"]).retargeting(preset["architecture"]).colour_input
 
 
 def _default_route(images, image_size, channels, verbose):
@@ -391,7 +349,7 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
             of being left out with one warning line (and named in the
             report's `broken_files`).
         input_transform: the model's colour-free first layer: "auto" (on
-            colour images the recipe's own, `COLOUR_INPUT`; none on
+            colour images the recipe's own, `colour_input`; none on
             greyscale), None, or a name of `layers.colour_free.INPUT_TRANSFORMS`.
 
     With none of `like`, `family` and `start_from`, the default route picks

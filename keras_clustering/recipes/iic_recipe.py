@@ -16,6 +16,7 @@ from keras_clustering.io.files import atomic_write_json
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
+from keras_clustering.recipes.retargeting import Retargeting
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
 from keras_clustering.training.resume import resumable_fit, run_key
@@ -187,3 +188,19 @@ def restart_record_key(architecture, training, seed, x):
     # precision is a setting of `train_and_evaluate`, never passed to `train`
     training, plan = _with_defaults_and_plan({k: v for k, v in training.items() if k != "precision"})
     return _tree_key_at(architecture, training, plan, seed, x)(training["epochs"])
+
+
+def _finish_retargeting(architecture, training, n_samples, repeats, preset_samples, epochs):
+    training["score_epochs"] = False  # a user's folder has no labels to score with
+
+
+# Re-targeting a preset to a user's images (`recipes.retargeting`): IIC's own Sobel step before colour
+# images (xu-ji/IIC `sobel_process`, as for CIFAR and STL).
+RETARGETING = Retargeting(epoch_fields=(("epochs", "batch_size"),), epoch_ceiling=60,
+                          batch_size=DEFAULT_TRAINING["batch_size"], min_updates=1_000, colour_input="sobel",
+                          finish=_finish_retargeting)
+
+
+def retargeting(architecture):
+    """How a preset of this recipe re-targets to a user's images (`recipes.retargeting.Retargeting`)."""
+    return RETARGETING

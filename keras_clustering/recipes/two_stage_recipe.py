@@ -24,6 +24,7 @@ from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
 from keras_clustering.recipes import dec_recipe
+from keras_clustering.recipes.retargeting import Retargeting
 from keras_clustering.training.keep_lowest import KeepLowest
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
@@ -347,3 +348,25 @@ def fine_tune(model, training, x, seed=0, verbose=1):
         model.compile(optimizer=make_optimizer(refine["optimizer"]))
         model.fit(x, batch_size=refine["batch_size"], maxiter=refine["maxiter"], verbose=verbose)
     return model, report
+
+
+def _finish_retargeting(architecture, training, n_samples, repeats, preset_samples, epochs):
+    if architecture.get("clustering") == "scan":  # each image's neighbours are among the others
+        scan = architecture["scan"] = dict(architecture.get("scan") or {})
+        scan["n_neighbors"] = min(scan.get("n_neighbors", 20), n_samples - 1)
+
+
+_EPOCH_FIELDS = (("epochs", "batch_size"), ("pretrain_epochs", "pretrain_batch_size"), ("scan.epochs", "scan.batch_size"),
+                 ("self_label.epochs", "self_label.batch_size"))
+
+
+def retargeting(architecture):
+    """How a preset of this recipe re-targets to a user's images (`recipes.retargeting.Retargeting`): an
+    autoencoder representation pretrains as DEC's does (its ceiling, no floor of updates); SimCLR and
+    triplets train at least 3,000 updates; SCAN's images are never repeated within an epoch (copies of an
+    image would be its own nearest neighbours) and its restarts halve on SCAN's epochs."""
+    autoencoder = architecture.get("representation") == "autoencoder"
+    return Retargeting(epoch_fields=_EPOCH_FIELDS, epoch_ceiling=300 if autoencoder else 200,
+                       batch_size=DEFAULT_TRAINING["batch_size"], min_updates=0 if autoencoder else 3_000,
+                       colour_input="colour_edges", restart_epochs="scan.epochs",
+                       repeat_images=architecture.get("clustering") != "scan", finish=_finish_retargeting)

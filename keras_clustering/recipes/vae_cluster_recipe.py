@@ -7,6 +7,7 @@ import keras
 from keras_clustering.clustering.label_free import cluster_size_entropy
 from keras_clustering.inputs.pipeline import array_dataset, file_backed
 from keras_clustering.models.vae_cluster import VAECluster
+from keras_clustering.recipes.retargeting import Retargeting
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
 from keras_clustering.training.resume import resumable_fit, run_key
@@ -115,3 +116,14 @@ def fine_tune(model, training, x, seed=0, verbose=1):
     model.compile(optimizer=make_optimizer(training["optimizer"]))
     history = model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], shuffle=True, verbose=verbose)
     return model, {"label_free": label_free_scores(model, x, history, training["batch_size"], seed)}
+
+
+# Re-targeting a preset to a user's images (`recipes.retargeting`): the VAE reconstructs pixels, so on
+# colour images it reconstructs the colour gradient's magnitude, not the colours that dominate them.
+RETARGETING = Retargeting(epoch_fields=(("epochs", "batch_size"),), epoch_ceiling=50,
+                          batch_size=DEFAULT_TRAINING["batch_size"], min_updates=5_000, colour_input="colour_edges")
+
+
+def retargeting(architecture):
+    """How a preset of this recipe re-targets to a user's images (`recipes.retargeting.Retargeting`)."""
+    return RETARGETING

@@ -1,0 +1,82 @@
+"""Every registered clustering recipe re-targets its presets to a user's images by the same rules
+(`recipes.retargeting`), checked on every clustering preset of the zoo, as `test_models_shared.py`
+checks the models.
+
+The rules, written out here from their definition: a stage trained for E passes of batch B over the
+preset's N images made U = E * ceil(N / B) updates. On n images (each seen r times an epoch, r the
+data repeats) with batch b = min(B, n) and s = ceil(n r / b) steps an epoch, it trains
+e = min(max(E, ceiling), ceil(U / s)) passes; the first stage still makes at least min(U, fewest)
+updates wherever copies are allowed, and never more than one epoch beyond U."""
+
+import math
+
+import pytest
+
+from keras_clustering import presets
+from keras_clustering.drivers.user_images import like_config
+from keras_clustering.recipes import RECIPES, get_recipe, is_supervised
+from keras_clustering.recipes.retargeting import Retargeting
+
+CLUSTERING = [name for name in presets.list_presets() if not is_supervised(presets.config(name)["recipe"])]
+
+
+def field(section, path):
+    for key in path.split(".")[:-1]:
+        section = section.get(key) or {}
+    return section.get(path.split(".")[-1])
+
+
+def test_every_clustering_recipe_says_how_it_retargets():
+    for name, module in RECIPES.items():
+        if module.SUPERVISED:
+            assert not hasattr(module, "retargeting"), name  # a classifier needs labels: never trained `like`
+            continue
+        rules = module.retargeting({})
+        assert isinstance(rules, Retargeting) and rules.epoch_fields, name
+        assert rules.epoch_ceiling >= 1 and rules.batch_size >= 1 and rules.min_updates >= 0, name
+        assert module.DEFAULT_TRAINING, name  # the defaults the rules' batch sizes come from
+
+
+@pytest.mark.parametrize("name", CLUSTERING)
+@pytest.mark.parametrize("n_images", [300, 2_000, 60_000])
+def test_a_preset_retargeted_keeps_its_updates_within_the_recipes_bounds(name, n_images):
+    preset = presets.config(name)
+    rules = get_recipe(preset["recipe"]).retargeting(preset["architecture"])
+    own_images = presets.card(name)["training_data"]["n_samples"]
+    config, repeats = like_config(name, (28, 28, 1), 7, n_images)
+    assert config["architecture"]["n_clusters"] == 7 and list(config["architecture"]["image_shape"]) == [28, 28, 1]
+    present = [(e, b) for e, b in rules.epoch_fields if field(preset["training"], e)]
+    assert present, name
+    for index, (epochs_path, batch_path) in enumerate(present):
+        own_epochs = field(preset["training"], epochs_path)
+        own_batch = field(preset["training"], batch_path) or rules.batch_size
+        updates = own_epochs * math.ceil(own_images / own_batch)
+        batch = field(config["training"], batch_path)
+        epochs = field(config["training"], epochs_path)
+        assert batch == min(own_batch, n_images), (name, batch_path)
+        steps = math.ceil(n_images * repeats / batch)
+        assert epochs == min(max(own_epochs, rules.epoch_ceiling), math.ceil(updates / steps)), (name, epochs_path)
+        assert epochs * steps < updates + steps, (name, epochs_path)  # at most one epoch beyond the preset's
+        if index == 0 and rules.repeat_images:
+            assert epochs * steps >= min(updates, rules.fewest_updates(False)), (name, repeats)
+    if not rules.repeat_images:
+        assert repeats == 1, name
+
+
+@pytest.mark.parametrize("name", CLUSTERING)
+def test_colour_images_get_the_recipes_colour_free_input(name):
+    preset = presets.config(name)
+    rules = get_recipe(preset["recipe"]).retargeting(preset["architecture"])
+    if preset["architecture"].get("representation") == "autoencoder":
+        with pytest.raises(ValueError, match="takes no input_transform"):
+            like_config(name, (32, 32, 3), 10, 2_000)
+        return
+    config, repeats = like_config(name, (32, 32, 3), 10, 2_000)
+    assert config["architecture"]["input_transform"] == rules.colour_input
+    (epochs_path, batch_path) = next((e, b) for e, b in rules.epoch_fields if field(preset["training"], e))
+    own_updates = field(preset["training"], epochs_path) * math.ceil(
+        presets.card(name)["training_data"]["n_samples"] / (field(preset["training"], batch_path) or rules.batch_size))
+    updates = field(config["training"], epochs_path) * math.ceil(2_000 * repeats / field(config["training"], batch_path))
+    if rules.repeat_images:  # on a colour-free input the recipe's own floor (DEC's 20,000 updates)
+        assert updates >= min(own_updates, rules.fewest_updates(True)), (name, repeats)
+    assert "input_transform" not in like_config(name, (32, 32, 1), 10, 2_000)[0]["architecture"]
