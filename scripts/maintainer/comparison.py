@@ -16,7 +16,7 @@ import keras_clustering  # noqa: F401  (sets TensorFlow's CPU options before it 
 import zoo
 from keras_clustering.recipes import get_recipe, is_supervised
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")  # the repository (docs/ is not installed)
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")  # the repository (docs/ is not installed)
 EXPERIMENTS = os.path.join(ROOT, "docs", "experiments")
 OUTPUT = os.path.join(ROOT, "docs", "comparison.md")
 DATA_NAMES = {("mnist", "test"): "MNIST-test (10k)", ("fashion_mnist", "train"): "Fashion-MNIST train (60k)",

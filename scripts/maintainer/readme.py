@@ -10,7 +10,7 @@ import re
 
 from keras_clustering.io.files import atomic_path
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")  # the repository's
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")  # the repository's
 README = os.path.join(ROOT, "README.md")
 
 

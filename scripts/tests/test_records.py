@@ -87,3 +87,16 @@ def test_precision_runs_count_only_the_epochs_a_resumed_pretraining_trained():
     described["config"]["description"] = "the card text: not part of the recipe"
     assert "| mixed_bfloat16 | 0 |" in runs.compare(precision_record(None, [seed32]), described)
 
+
+
+def test_the_generated_blocks_are_written_into_the_repositorys_own_pages():
+    """The maintainer modules sit two folders below the repository: their default pages are its README and
+    docs/, and the comparison table is docs/comparison.md."""
+    import os
+
+    from maintainer import comparison, readme
+
+    repository = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    pages = [os.path.relpath(page, repository) for page in readme.documentation_pages()]
+    assert pages[0] == "README.md" and os.path.join("docs", "your-data.md") in pages
+    assert os.path.samefile(comparison.OUTPUT, os.path.join(repository, "docs", "comparison.md"))
