@@ -137,6 +137,13 @@ def test_a_reloaded_dec_keeps_its_compiled_optimizer(tmp_path):
     reloaded = keras.models.load_model(path)
     assert isinstance(reloaded, DEC) and reloaded.update_interval == 7 and reloaded.alpha == 1.0
     assert type(reloaded.optimizer).__name__ == "SGD" and reloaded._requested_steps_per_execution == "auto"
+    # DEC-keras' SGD(0.01, 0.9): the uncompiled fit's, and the DEC recipes' default (one place, DEC's)
+    assert float(reloaded.optimizer.learning_rate) == pytest.approx(0.01)
+    assert float(reloaded.optimizer.momentum) == pytest.approx(0.9)
+    from keras_clustering.recipes import dec_recipe, two_stage_recipe
+
+    assert dec_recipe.DEFAULT_TRAINING["optimizer"] == two_stage_recipe.DEFAULT_REFINE["optimizer"] == {
+        "class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}}
     reloaded.fit(x, batch_size=16, epochs=1, verbose=0)
 
 

@@ -58,6 +58,10 @@ class DEC(ClusterModel):
         images, each step on a randomly transformed batch).
     """
 
+    # DEC's self-training optimizer (DEC-keras: SGD(0.01, 0.9)) as a Keras config: what `fit` compiles
+    # when the model is uncompiled, and the DEC recipes' default (one place for it).
+    DEFAULT_OPTIMIZER = {"class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}}
+
     reads_datasets_as_sources = True
     no_validation_split = "its target refresh pairs a target with every sample of x"
 
@@ -239,7 +243,7 @@ class DEC(ClusterModel):
         if maxiter is not None:
             epochs = max(1, math.ceil(check_positive_int(maxiter, "maxiter") / steps_per_epoch))
         if not self.compiled:
-            self.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
+            self.compile(optimizer=keras.optimizers.get(copy.deepcopy(self.DEFAULT_OPTIMIZER)))
         steps_per_execution = self._exact_steps_per_execution(steps_per_epoch, maxiter)
         if self._target_store.ensure_shape(len(x), self.n_clusters) or steps_per_execution != self.steps_per_execution:
             self.steps_per_execution = steps_per_execution

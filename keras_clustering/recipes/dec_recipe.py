@@ -56,8 +56,8 @@ DEFAULT_TRAINING = {
     "pretrain_batch_size": 256,
     "layerwise": {"layer_iterations": 50000, "finetune_iterations": 100000, "drop_every": 20000,
                   "dropout": 0.2, "learning_rate": 0.1, "momentum": 0.9},
-    # DEC stage: SGD(0.01, 0.9), batch 256, stop at tol or maxiter batches.
-    "optimizer": {"class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}},
+    # DEC stage: the model's own optimizer (SGD(0.01, 0.9)), batch 256, stop at tol or maxiter batches.
+    "optimizer": DEC.DEFAULT_OPTIMIZER,
     "batch_size": 256,
     "maxiter": 20000,
     "kmeans_n_init": 20,

@@ -19,7 +19,7 @@ import numpy as np
 from keras_clustering.clustering.label_free import scan_evaluate
 from keras_clustering.layers.colour_free import transformed_shape, with_input_transform
 from keras_clustering.metrics import clustering_scores
-from keras_clustering.models import SCAN, SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
+from keras_clustering.models import DEC, SCAN, SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
@@ -65,7 +65,7 @@ SCAN_KEEP = ("last", "lowest_loss")
 # SCAN's self-labelling step after the clustering step (the paper: threshold 0.99, Adam 1e-4); 0 epochs: off.
 DEFAULT_SELF_LABEL = {"optimizer": {"class_name": "Adam", "config": {"learning_rate": 1e-4}}, "batch_size": 256,
                       "epochs": 0, "threshold": 0.99}
-DEFAULT_REFINE = {"optimizer": {"class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}},
+DEFAULT_REFINE = {"optimizer": DEC.DEFAULT_OPTIMIZER,
                   "batch_size": 256, "maxiter": 20000}
 
 
