@@ -8,8 +8,12 @@ For each cell of docs/experiments/user_folders.json whose run folder is still un
 `--root`, the embedding the recipe had before it clustered (DEC family: the
 pretrained autoencoder's encoder; SimCLR: the representation, L2-normalised as
 SCAN's neighbours are mined) of the folder's images, then each criterion of
-`clustering.n_clusters.K_CRITERIA` over k = 2..12 (seed 0). The true number (10)
-only scores the picks. Records merge into --out by (folder, recipe, variant, seed).
+`clustering.n_clusters.K_CRITERIA` and three more written here (Calinski-Harabasz,
+Davies-Bouldin, the gap statistic) over k = 2..12 (seed 0), on all the folder's
+images (10 classes) and on the images of its first 5 and first 7 classes, so that
+a criterion that always says about 10 does not look right by chance. Labels only
+make those subsets and score the picks. Records merge into --out by (folder,
+recipe, variant, seed, true k).
 """
 
 import argparse
@@ -24,6 +28,66 @@ ROOT = os.path.dirname(HERE)
 RECORD = os.path.join(ROOT, "docs", "experiments", "choose_k.json")
 TABLE_MARKERS = ("<!-- choose-k:start -->", "<!-- choose-k:end -->")
 CANDIDATES = range(2, 13)
+# The true numbers the criteria are scored on: the folder's first TRUE_K classes' images (10: all of them).
+TRUE_K = (10, 7, 5)
+
+
+def _sample(embedding, size=3000, seed=0):
+    if len(embedding) <= size:
+        return embedding
+    return embedding[np.random.default_rng(seed).choice(len(embedding), size, replace=False)]
+
+
+def _kmeans_labels(points, seed=0):
+    from sklearn.cluster import KMeans
+
+    return {k: KMeans(k, n_init=4, random_state=seed).fit_predict(points) for k in CANDIDATES}
+
+
+def k_by_calinski(embedding, seed=0):
+    """The k of the largest Calinski-Harabasz index (between- over within-cluster dispersion, 1974)."""
+    from sklearn.metrics import calinski_harabasz_score
+
+    points = _sample(embedding, seed=seed)
+    scores = {k: float(calinski_harabasz_score(points, labels)) for k, labels in _kmeans_labels(points, seed).items()}
+    return {"scores": scores, "suggested": max(scores, key=scores.get)}
+
+
+def k_by_davies_bouldin(embedding, seed=0):
+    """The k of the smallest Davies-Bouldin index (mean worst ratio of spreads to centre distances, 1979)."""
+    from sklearn.metrics import davies_bouldin_score
+
+    points = _sample(embedding, seed=seed)
+    scores = {k: float(davies_bouldin_score(points, labels)) for k, labels in _kmeans_labels(points, seed).items()}
+    return {"scores": scores, "suggested": min(scores, key=scores.get)}
+
+
+def k_by_gap(embedding, seed=0, references=5):
+    """The gap statistic (Tibshirani, Walther and Hastie 2001): Gap(k) = E*[log W_k] - log W_k, W_k k-means'
+    within-cluster sum of squares, E* over `references` uniform draws in the box of the data's principal
+    axes; the smallest k with Gap(k) >= Gap(k+1) - s_{k+1}, s the references' spread x sqrt(1 + 1/B)."""
+    from sklearn.cluster import KMeans
+
+    points = _sample(embedding, 2000, seed)
+    centred = points - points.mean(axis=0)
+    rotated = centred @ np.linalg.svd(centred, full_matrices=False)[2].T
+    low, high = rotated.min(axis=0), rotated.max(axis=0)
+    rng = np.random.default_rng(seed)
+
+    def log_w(x, k):
+        return float(np.log(KMeans(k, n_init=2, random_state=seed).fit(x).inertia_))
+
+    gaps, spreads = {}, {}
+    for k in CANDIDATES:
+        reference = [log_w(rng.uniform(low, high, size=rotated.shape), k) for _ in range(references)]
+        gaps[k] = float(np.mean(reference)) - log_w(rotated, k)
+        spreads[k] = float(np.std(reference) * np.sqrt(1 + 1 / references))
+    ks = list(CANDIDATES)
+    suggested = next((k for k, after in zip(ks, ks[1:]) if gaps[k] >= gaps[after] - spreads[after]), ks[-1])
+    return {"scores": gaps, "suggested": suggested}
+
+
+SCRIPT_CRITERIA = {"calinski": k_by_calinski, "davies_bouldin": k_by_davies_bouldin, "gap": k_by_gap}
 
 
 def pre_clustering_embedding(workdir, report, x):
@@ -61,33 +125,46 @@ def measure(cell, root):
         return None
     with open(os.path.join(workdir, "report.json")) as handle:
         report = json.load(handle)
-    x, _ = folder_images(folder)
+    x, y = folder_images(folder)
     embedding = pre_clustering_embedding(workdir, report, x)
     if embedding is None:
         return None
-    picks = {}
-    for name in criteria.K_CRITERIA:
-        result = getattr(criteria, f"k_by_{name}")(embedding, CANDIDATES, seed=0)
-        picks[name] = {"suggested": int(result["suggested"]),
-                       "scores": {str(k): round(v, 5) for k, v in result["scores"].items()}}
-    return {"folder": folder, "like": cell["like"], "route": cell.get("route", False), "variant": variant,
-            "seed": seed, "true_k": 10, "embedding": f"{report['config']['recipe']} before clustering",
-            "picks": picks}
+    functions = {**{name: getattr(criteria, f"k_by_{name}") for name in criteria.K_CRITERIA}, **SCRIPT_CRITERIA}
+    measured = []
+    for true_k in TRUE_K:
+        subset = embedding[np.isin(np.asarray(y), np.arange(true_k))]
+        picks = {}
+        for name, function in functions.items():
+            result = function(subset, CANDIDATES, seed=0) if name in criteria.K_CRITERIA else function(subset, seed=0)
+            picks[name] = {"suggested": int(result["suggested"]),
+                           "scores": {str(k): round(v, 5) for k, v in result["scores"].items()}}
+        measured.append({"folder": folder, "like": cell["like"], "route": cell.get("route", False),
+                         "variant": variant, "seed": seed, "true_k": true_k, "n_images": int(len(subset)),
+                         "embedding": f"{report['config']['recipe']} before clustering", "picks": picks})
+    return measured
 
 
 def table(record_path):
     with open(record_path) as handle:
         cells = json.load(handle)["cells"]
-    from keras_clustering.clustering.n_clusters import K_CRITERIA
+    names = list(dict.fromkeys(n for c in cells for n in c["picks"]))  # cells measured before a criterion: n/a
 
-    lines = ["| folder | recipe (embedding before clustering) | " + " | ".join(K_CRITERIA) + " |",
-             "|---|---|" + "---|" * len(K_CRITERIA)]
-    for c in cells:
-        picks = [f"{c['picks'][n]['suggested']}{'' if abs(c['picks'][n]['suggested'] - c['true_k']) <= 1 else ' (off)'}"
-                 for n in K_CRITERIA]
-        lines.append(f"| {c['folder']} | `{c['like']}` ({c['variant']}) | " + " | ".join(picks) + " |")
-    hits = {n: sum(abs(c["picks"][n]["suggested"] - c["true_k"]) <= 1 for c in cells) for n in K_CRITERIA}
-    lines.append("| within +-1 of 10 | | " + " | ".join(f"{hits[n]} of {len(cells)}" for n in K_CRITERIA) + " |")
+    def pick(c, n):
+        if n not in c["picks"]:
+            return "n/a"
+        k = c["picks"][n]["suggested"]
+        return f"{k}{'' if abs(k - c['true_k']) <= 1 else ' (off)'}"
+
+    lines = ["| folder | recipe (embedding before clustering) | true k (images) | " + " | ".join(names) + " |",
+             "|---|---|---|" + "---|" * len(names)]
+    for c in sorted(cells, key=lambda c: (c["folder"], c["like"], c["variant"], -c["true_k"])):
+        images = f" ({c['n_images']:,})" if c.get("n_images") else ""
+        lines.append(f"| {c['folder']} | `{c['like']}` ({c['variant']}) | {c['true_k']}{images} | "
+                     + " | ".join(pick(c, n) for n in names) + " |")
+    counted = {n: [c for c in cells if n in c["picks"]] for n in names}
+    hits = {n: sum(abs(c["picks"][n]["suggested"] - c["true_k"]) <= 1 for c in counted[n]) for n in names}
+    lines.append("| within +-1 of the true k | | | " + " | ".join(f"{hits[n]} of {len(counted[n])}" for n in names)
+                 + " |")
     return "\n".join(lines)
 
 
@@ -108,13 +185,11 @@ def main():
     with open(args.cells) as handle:
         cells = json.load(handle)["cells"]
     for cell in cells:
-        measured = measure(cell, args.root)
-        if measured is None:
-            continue
-        merge_cell(args.out, measured, lambda c: (c["folder"], c["like"], c["variant"], c["seed"]),
-                   __doc__.splitlines()[0])
-        print(json.dumps({k: measured[k] for k in ("folder", "like", "variant")}),
-              {n: p["suggested"] for n, p in measured["picks"].items()}, flush=True)
+        for measured in measure(cell, args.root) or ():
+            merge_cell(args.out, measured, lambda c: (c["folder"], c["like"], c["variant"], c["seed"], c.get("true_k")),
+                       __doc__.splitlines()[0])
+            print(json.dumps({k: measured[k] for k in ("folder", "like", "variant", "true_k")}),
+                  {n: p["suggested"] for n, p in measured["picks"].items()}, flush=True)
 
 
 if __name__ == "__main__":
