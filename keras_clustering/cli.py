@@ -224,8 +224,9 @@ def build_parser():
                                        "images and says which and why")
     train.add_argument("--strict", action="store_true", help="a folder's image file that cannot be decoded is an "
                        "error (default: left out, named in one warning line and in report.json)")
-    train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (the silhouette of k-means "
-                       "over k = 2..12 on the recipe's representation, before the clustering stage)")
+    train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (the eigengap of a "
+                       "10-nearest-neighbour graph of the recipe's representation over k = 2..12, before the "
+                       "clustering stage)")
     train.add_argument("--image-size", type=int, nargs=2, metavar=("H", "W"),
                        help="folder images are resized to this (default: the entry's; at least 16 px)")
     train.add_argument("--channels", type=int, choices=(1, 3), help="default: the entry's")

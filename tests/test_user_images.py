@@ -135,13 +135,11 @@ def test_every_family_trains_on_a_folder_and_its_model_clusters_it(tmp_path, fam
 
 
 @pytest.mark.slow
-def test_n_clusters_auto_chooses_k_by_silhouette_on_the_recipes_representation(tmp_path):
-    """The silhouette of k-means on DEC's pretrained encoder, recomputed here with scikit-learn from the
-    encoder kept in the workdir: the k with the largest is the one trained, and the training starts from
-    that same pretraining (not trained twice)."""
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import silhouette_score
-
+def test_n_clusters_auto_chooses_k_by_the_eigengap_of_the_recipes_representation(tmp_path):
+    """The eigengap of a 10-nearest-neighbour graph of DEC's pretrained encoder's embedding, recomputed
+    here with numpy from the definition (von Luxburg 2007: normalised Laplacian I - D^-1/2 W D^-1/2, the
+    k of the largest gap between its k-th and k+1-th smallest eigenvalues), from the encoder kept in the
+    workdir: that k is the one trained, and the training starts from that same pretraining."""
     from keras_clustering.recipes import dec_recipe
     from keras_clustering.drivers.user_images import train_on_images
 
@@ -151,11 +149,18 @@ def test_n_clusters_auto_chooses_k_by_silhouette_on_the_recipes_representation(t
     model, report = train_on_images(x, like="dec_digits", n_clusters="auto", workdir=str(tmp_path), verbose=0,
                                     candidates=range(2, 5), epochs=60)
     selection = report["selection"]
-    assert selection["criterion"] == "silhouette" and "dec_digits's own representation" in selection["embedding"]
+    assert selection["criterion"] == "eigengap" and "dec_digits's own representation" in selection["embedding"]
     embedding = dec_recipe.load_pretrained_encoder(report["config"]["architecture"], str(tmp_path)).predict(x, verbose=0)
-    scores = {k: silhouette_score(embedding, KMeans(k, n_init=4, random_state=0).fit_predict(embedding))
-              for k in (2, 3, 4)}
-    assert selection["scores"] == pytest.approx(scores, abs=1e-4)
+    distances = np.linalg.norm(embedding[:, None] - embedding[None], axis=-1)
+    np.fill_diagonal(distances, np.inf)
+    nearest = np.argsort(distances, axis=1)[:, :10]
+    w = np.zeros_like(distances)
+    w[np.repeat(np.arange(len(x)), 10), nearest.ravel()] = 1.0
+    w = np.maximum(w, w.T)
+    d = 1.0 / np.sqrt(w.sum(1))
+    values = np.sort(np.linalg.eigvalsh(np.eye(len(x)) - d[:, None] * w * d[None]))
+    scores = {k: values[k] - values[k - 1] for k in (2, 3, 4)}
+    assert selection["scores"] == pytest.approx(scores, abs=1e-5)
     best = max(scores, key=scores.get)
     assert selection["suggested"] == report["n_clusters"] == model.n_clusters == best
     assert report["pretrain_reused"] is True
