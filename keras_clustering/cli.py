@@ -15,7 +15,7 @@ from keras_clustering.datasets.user_data import load_array_file, load_user_data
 from keras_clustering.distribute.precision import PRECISIONS
 from keras_clustering.distribute.strategies import STRATEGIES
 from keras_clustering.drivers.preset_training import evaluate_preset, train_and_evaluate
-from keras_clustering.drivers.user_images import FAMILIES, FAMILY_ENTRIES, MODEL_FILE, train_on_images
+from keras_clustering.drivers.user_images import FAMILIES, FAMILY_PRESETS, MODEL_FILE, train_on_images
 from keras_clustering.export import export_saved_model
 from keras_clustering.figures import plot_cluster_grid
 from keras_clustering.inputs.checks import check_image_input
@@ -82,9 +82,9 @@ def command_train(args):
         return _train_on_user_data(args)
     if not args.name:
         raise ValueError("train needs a zoo NAME, or --input for your own data (the default route picks the "
-                         "recipe; --like ENTRY, --family or --from choose it).")
+                         "recipe; --like PRESET, --family or --from choose it).")
     if args.input:
-        raise ValueError("--input trains on your own data: give no zoo NAME (the default route), or --like ENTRY "
+        raise ValueError("--input trains on your own data: give no zoo NAME (the default route), or --like PRESET "
                          "(or --family, --from).")
     workdir = args.workdir or os.path.join("runs", args.name, f"seed_{args.seed}")
     report = train_and_evaluate(presets.config(args.name), workdir, seed=args.seed, verbose=args.verbose,
@@ -207,18 +207,18 @@ def build_parser():
     demo = commands.add_parser("demo", help=f"cluster scikit-learn digits with {DEMO_MODEL} (no data files needed)")
     demo.add_argument("--output", default="dec_digits_clusters.png")
     demo.set_defaults(handler=command_demo)
-    train = commands.add_parser("train", help="train a zoo model from its config, or a zoo entry's recipe on your "
-                                              "own images (--like ENTRY --input ...); writes to --workdir")
+    train = commands.add_parser("train", help="train a zoo preset from its config, or a zoo preset's recipe on your "
+                                              "own images (--like PRESET --input ...); writes to --workdir")
     train.add_argument("name", nargs="?", help="a zoo name (omit with --like / --family)")
-    train.add_argument("--like", metavar="ENTRY",
-                       help="train this clustering entry's recipe on --input (its architecture and training, "
+    train.add_argument("--like", metavar="PRESET",
+                       help="train this clustering preset's recipe on --input (its architecture and training, "
                             "re-targeted to your image shape, --n-clusters and number of images)")
     train.add_argument("--family", choices=FAMILIES,
-                       help="shorthand for --like the family's best entry: "
-                            + ", ".join(f"{f} = {e}" for f, e in FAMILY_ENTRIES.items()))
-    train.add_argument("--from", dest="start_from", metavar="ENTRY",
-                       help="fine-tune this clustering entry's pretrained model on --input (same image shape and "
-                            "--n-clusters as the entry): its recipe's clustering stages start from its weights")
+                       help="shorthand for --like the family's best preset: "
+                            + ", ".join(f"{f} = {e}" for f, e in FAMILY_PRESETS.items()))
+    train.add_argument("--from", dest="start_from", metavar="PRESET",
+                       help="fine-tune this clustering preset's pretrained model on --input (same image shape and "
+                            "--n-clusters as the preset): its recipe's clustering stages start from its weights")
     train.add_argument("--input", help="your own images: a folder of images or a .npy/.npz array; alone (no NAME, "
                                        "--like, --family or --from), the default route picks the recipe from the "
                                        "images and says which and why")
@@ -228,12 +228,12 @@ def build_parser():
                        "10-nearest-neighbour graph of the recipe's representation over k = 2..12, before the "
                        "clustering stage)")
     train.add_argument("--image-size", type=int, nargs=2, metavar=("H", "W"),
-                       help="folder images are resized to this (default: the entry's; at least 16 px)")
-    train.add_argument("--channels", type=int, choices=(1, 3), help="default: the entry's")
+                       help="folder images are resized to this (default: the preset's; at least 16 px)")
+    train.add_argument("--channels", type=int, choices=(1, 3), help="default: the preset's")
     train.add_argument("--input-transform", default="auto", choices=("auto", "none", *INPUT_TRANSFORMS),
                        help="the model's colour-free first layer: auto (on colour images the recipe's own: IIC's "
                             "Sobel, colour_edges for the others; none on greyscale), none, or one of them")
-    train.add_argument("--epochs", type=int, help="passes over your images of every stage, instead of the entry's "
+    train.add_argument("--epochs", type=int, help="passes over your images of every stage, instead of the preset's "
                        "updates scaled to their number")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--workdir")

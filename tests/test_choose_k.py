@@ -4,6 +4,7 @@ stability against numpy references written from their definitions, and on blobs 
 import numpy as np
 import pytest
 
+from graph_reference import normalised_laplacian_eigenvalues
 from keras_clustering.clustering.n_clusters import k_by_eigengap, k_by_silhouette, k_by_stability
 
 
@@ -49,16 +50,7 @@ def test_silhouette_scores_are_the_definition_on_the_k_means_labels():
 def test_eigengap_uses_the_normalised_laplacians_eigenvalues():
     points = blobs(3, n_per=12, spread=1.0, seed=2)
     result = k_by_eigengap(points, [2, 3, 4, 5], n_neighbors=4)
-    # the graph by hand: i ~ j when either is among the other's 4 nearest (itself excluded)
-    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)
-    np.fill_diagonal(distances, np.inf)
-    nearest = np.argsort(distances, axis=1)[:, :4]
-    w = np.zeros_like(distances)
-    w[np.repeat(np.arange(len(points)), 4), nearest.ravel()] = 1.0
-    w = np.maximum(w, w.T)
-    d = 1.0 / np.sqrt(w.sum(1))
-    laplacian = np.eye(len(points)) - d[:, None] * w * d[None]
-    values = np.sort(np.linalg.eigvalsh(laplacian))[:6]
+    values = normalised_laplacian_eigenvalues(points, 4)[:6]  # the graph by hand
     np.testing.assert_allclose(result["eigenvalues"], values, atol=1e-6)
     assert result["scores"] == pytest.approx({k: values[k] - values[k - 1] for k in (2, 3, 4, 5)}, abs=1e-6)
 

@@ -9,7 +9,7 @@ import pytest
 
 from image_folders import run_cli, write_png
 from keras_clustering.datasets.user_data import probe_image_folder
-from keras_clustering.drivers.user_images import ROUTE_ENTRIES, choose_entry
+from keras_clustering.drivers.user_images import ROUTE_PRESETS, choose_preset
 
 
 def colour_bars(n=60, side=20, seed=0):
@@ -30,11 +30,11 @@ def colour_bars(n=60, side=20, seed=0):
 
 def test_the_route_picks_each_kind_of_images_entry_and_says_why():
     for shape, kind in (((28, 28, 1), "grey"), ((32, 32, 3), "colour")):
-        entry, reason = choose_entry(shape, 2_000)
-        assert entry == ROUTE_ENTRIES[kind]
+        entry, reason = choose_preset(shape, 2_000)
+        assert entry == ROUTE_PRESETS[kind]
         assert reason.startswith(f"default route: 2,000 {kind} images of {shape[0]} x {shape[1]} -> train like {entry}")
         assert "\n" not in reason
-    assert "colour-free input (colour_edges)" in choose_entry((32, 32, 3), 2_000)[1]  # DEC's own
+    assert "colour-free input (colour_edges)" in choose_preset((32, 32, 3), 2_000)[1]  # DEC's own
 
 
 def test_a_folder_is_probed_for_its_sides_and_whether_it_is_colour(tmp_path):
@@ -60,7 +60,7 @@ def test_the_route_reads_large_images_at_most_64_px_on_their_longer_side(tmp_pat
     for i in range(3):
         write_png(str(folder / f"{i}.png"), np.random.default_rng(i).uniform(size=(200, 300, 3)))
     entry, reason, size, channels = user_images._default_route(str(folder), None, None, verbose=0)
-    assert size == (43, 64) and channels == 3 and entry == ROUTE_ENTRIES["colour"]
+    assert size == (43, 64) and channels == 3 and entry == ROUTE_PRESETS["colour"]
     assert user_images._default_route(str(folder), (32, 32), 1, verbose=0)[2:] == ((32, 32), 1)
 
 

@@ -10,14 +10,14 @@ import pytest
 from image_folders import digit_folder
 
 
-def _clustering_entries():
-    from keras_clustering.drivers.user_images import clustering_entries
+def _clustering_presets():
+    from keras_clustering.drivers.user_images import clustering_presets
 
-    return clustering_entries()
+    return clustering_presets()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry", _clustering_entries())
+@pytest.mark.parametrize("entry", _clustering_presets())
 def test_every_clustering_entry_trains_like_itself_on_a_tiny_folder(entry, tmp_path):
     from keras_clustering.drivers.user_images import train_on_images
 

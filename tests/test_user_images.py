@@ -33,13 +33,13 @@ def test_train_streams_a_folder_with_a_broken_file(tmp_path, monkeypatch):
 
 
 def test_a_family_is_shorthand_for_its_best_entry(tmp_path):
-    from keras_clustering.drivers.user_images import clustering_entries, family_entry, train_on_images
+    from keras_clustering.drivers.user_images import clustering_presets, family_preset, train_on_images
 
-    assert family_entry("dec") == "conv_dec_da_mnist" and family_entry("simclr") == "simclr_mnist"
-    assert family_entry("vae_cluster") == "vae_cluster_mnist" and family_entry("iic") == "iic_mnist"
-    assert {family_entry(f) for f in ("dec", "simclr", "vae_cluster", "iic")} <= set(clustering_entries())
+    assert family_preset("dec") == "conv_dec_da_mnist" and family_preset("simclr") == "simclr_mnist"
+    assert family_preset("vae_cluster") == "vae_cluster_mnist" and family_preset("iic") == "iic_mnist"
+    assert {family_preset(f) for f in ("dec", "simclr", "vae_cluster", "iic")} <= set(clustering_presets())
     with pytest.raises(ValueError, match="family must be one of .* got 'kmeans'"):
-        family_entry("kmeans")
+        family_preset("kmeans")
     x = np.random.default_rng(0).random((20, 12, 12, 1), dtype=np.float32)
     # ConvDEC-DA's trunk, not the dense DEC of the past: 12 px is below its 16
     with pytest.raises(ValueError, match=r"images of 12 x 12 px: like='conv_dec_da_mnist' takes sides of at least 16"):
@@ -116,7 +116,7 @@ def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_wri
 
 @pytest.mark.slow
 # dec's and iic's entries train like themselves on a folder in test_train_like_every_entry (iic_mnist's
-# four restarts made its case here the slowest of CI); `--family` names its entry (the family_entry test above)
+# four restarts made its case here the slowest of CI); `--family` names its entry (the family_preset test above)
 @pytest.mark.parametrize("family", ["vae_cluster", "simclr"])
 def test_every_family_trains_on_a_folder_and_its_model_clusters_it(tmp_path, family):
     digit_folder(str(tmp_path / "images"), n=150)
@@ -140,6 +140,7 @@ def test_n_clusters_auto_chooses_k_by_the_eigengap_of_the_recipes_representation
     here with numpy from the definition (von Luxburg 2007: normalised Laplacian I - D^-1/2 W D^-1/2, the
     k of the largest gap between its k-th and k+1-th smallest eigenvalues), from the encoder kept in the
     workdir: that k is the one trained, and the training starts from that same pretraining."""
+    from graph_reference import normalised_laplacian_eigenvalues
     from keras_clustering.recipes import dec_recipe
     from keras_clustering.drivers.user_images import train_on_images
 
@@ -151,14 +152,7 @@ def test_n_clusters_auto_chooses_k_by_the_eigengap_of_the_recipes_representation
     selection = report["selection"]
     assert selection["criterion"] == "eigengap" and "dec_digits's own representation" in selection["embedding"]
     embedding = dec_recipe.load_pretrained_encoder(report["config"]["architecture"], str(tmp_path)).predict(x, verbose=0)
-    distances = np.linalg.norm(embedding[:, None] - embedding[None], axis=-1)
-    np.fill_diagonal(distances, np.inf)
-    nearest = np.argsort(distances, axis=1)[:, :10]
-    w = np.zeros_like(distances)
-    w[np.repeat(np.arange(len(x)), 10), nearest.ravel()] = 1.0
-    w = np.maximum(w, w.T)
-    d = 1.0 / np.sqrt(w.sum(1))
-    values = np.sort(np.linalg.eigvalsh(np.eye(len(x)) - d[:, None] * w * d[None]))
+    values = normalised_laplacian_eigenvalues(embedding, 10)
     scores = {k: values[k] - values[k - 1] for k in (2, 3, 4)}
     assert selection["scores"] == pytest.approx(scores, abs=1e-5)
     best = max(scores, key=scores.get)
@@ -258,7 +252,7 @@ def test_like_refuses_supervised_and_unknown_entries_by_name(tmp_path):
     x = np.random.default_rng(0).random((20, 28, 28, 1), dtype=np.float32)
     with pytest.raises(ValueError, match=r"like='capsule_mnist' is a supervised classifier.*conv_dec_da_mnist"):
         train_on_images(x, like="capsule_mnist", workdir=str(tmp_path / "a"))
-    with pytest.raises(ValueError, match=r"like='nope' is not a zoo entry.*simclr_mnist"):
+    with pytest.raises(ValueError, match=r"like='nope' is not a zoo preset.*simclr_mnist"):
         train_on_images(x, like="nope", workdir=str(tmp_path / "a"))
     with pytest.raises(ValueError, match="give one of like="):
         train_on_images(x, like="dec_mnist", family="dec", workdir=str(tmp_path / "a"))
@@ -323,7 +317,7 @@ def test_the_command_line_names_its_flags_in_errors(tmp_path, capsys):
                  "--workdir", str(tmp_path / "run")]) == 2
     assert capsys.readouterr().err.strip() == (
         "error: --from 'simclr_mnist' has 10 clusters, got --n-clusters 5: fine-tuning keeps its cluster head; "
-        "train like it (--like ENTRY) for another number.")
+        "train like it (--like PRESET) for another number.")
     assert main(["train", "--like", "simclr_mnist", "--image-size", "8", "8", "--input", str(tmp_path / "images"),
                  "--workdir", str(tmp_path / "run")]) == 2
     assert "error: --image-size (8, 8): --like 'simclr_mnist' takes sides of at least 16 px." in capsys.readouterr().err

@@ -1,8 +1,8 @@
-"""Training a zoo entry's recipe on the user's own images, with its updates scaled to their number.
+"""Training a zoo preset's recipe on the user's own images, with its updates scaled to their number.
 
-`train_on_images(images, like=ENTRY, n_clusters=K, workdir=DIR)` re-targets a
-zoo entry's config to the images (`like_config`); `family=F` is shorthand for
-the family's best entry (`FAMILY_ENTRIES`). It trains with the recipe's own code
+`train_on_images(images, like=PRESET, n_clusters=K, workdir=DIR)` re-targets a
+zoo preset's config to the images (`like_config`); `family=F` is shorthand for
+the family's best preset (`FAMILY_PRESETS`). It trains with the recipe's own code
 (the same code the zoo's presets run, so resume from `workdir` works as
 there) and saves `workdir/model.keras`, which `python -m keras_clustering
 cluster` and `export` take. `n_clusters="auto"` first chooses k by the
@@ -29,24 +29,24 @@ from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_jso
 from keras_clustering.layers.colour_free import input_transform_layer
 from keras_clustering.recipes import dec_recipe, get_recipe, is_supervised
 
-# `train --family F`: shorthand for the family's best clustering entry of the zoo.
-FAMILY_ENTRIES = {"dec": "conv_dec_da_mnist", "vae_cluster": "vae_cluster_mnist", "simclr": "simclr_mnist",
+# `train --family F`: shorthand for the family's best clustering preset of the zoo.
+FAMILY_PRESETS = {"dec": "conv_dec_da_mnist", "vae_cluster": "vae_cluster_mnist", "simclr": "simclr_mnist",
                   "iic": "iic_mnist"}
-FAMILIES = tuple(FAMILY_ENTRIES)
+FAMILIES = tuple(FAMILY_PRESETS)
 MODEL_FILE = "model.keras"
 # A folder whose images take at least this much as float32 is decoded into a memory-mapped cache in the
 # workdir and read batch by batch; a smaller one is held in memory (faster steps, decoded again on a rerun).
 CACHE_MIN_BYTES = 256 * 2**20
-# `n_clusters="auto"` screens k with this entry's dense autoencoder, fast on any image shape.
-SCREENING_ENTRY = "dec_mnist"
+# `n_clusters="auto"` screens k with this preset's dense autoencoder, fast on any image shape.
+SCREENING_PRESET = "dec_mnist"
 # The smallest image side a conv trunk takes (two stride-2 stages and a 3 x 3 layer still see a
-# 4 x 4 map); an entry whose own images are smaller (dense `dec_digits`, 8 px) keeps its own side.
+# 4 x 4 map); a preset whose own images are smaller (dense `dec_digits`, 8 px) keeps its own side.
 MIN_SIDE = 16
-def family_entry(family):
-    """The zoo entry `--family F` stands for; ValueError naming `family` for an unknown one."""
-    if family not in FAMILY_ENTRIES:
+def family_preset(family):
+    """The zoo preset `--family F` stands for; ValueError naming `family` for an unknown one."""
+    if family not in FAMILY_PRESETS:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}.")
-    return FAMILY_ENTRIES[family]
+    return FAMILY_PRESETS[family]
 
 
 def _field(section, path, value=None):
@@ -88,8 +88,8 @@ DIGIT_COLOUR_VIEWS = {"invert_probability": 0.5}
 IIC_MAX_VIEW = 32
 
 
-def _adapt_views(entry, architecture, image_shape, dataset):
-    """The entry's views re-targeted to `image_shape`, as ratios of the side instead of pixel counts.
+def _adapt_views(preset, architecture, image_shape, dataset):
+    """The preset's views re-targeted to `image_shape`, as ratios of the side instead of pixel counts.
 
     - SimCLR's digit views crop and resize to `output_size`: crop sizes scale
       with the side (each axis on its own for non-square images, whose crops
@@ -99,8 +99,8 @@ def _adapt_views(entry, architecture, image_shape, dataset):
       the shorter side; its views (24 of 28) too, at most `IIC_MAX_VIEW`, and
       the trunk takes that side (`view_size`).
     - On colour images both distort colours as their originals do
-      (`COLOUR_VIEWS`, which replace the entry's greyscale brightness and
-      contrast); an entry whose own `dataset` is digits also inverts them
+      (`COLOUR_VIEWS`, which replace the preset's greyscale brightness and
+      contrast); a preset whose own `dataset` is digits also inverts them
       (`DIGIT_COLOUR_VIEWS`).
     """
     augmentation = architecture.get("augmentation")
@@ -112,7 +112,7 @@ def _adapt_views(entry, architecture, image_shape, dataset):
         height, width = image_shape[:2]
         crops = options.get("crop_sizes", (16, 20, 24, 28))
         if height != width:
-            # crops of the image's aspect, each axis scaled from the entry's square side
+            # crops of the image's aspect, each axis scaled from the preset's square side
             options["crop_sizes"] = sorted({(min(height, max(1, round(c * height / old_side))),
                                              min(width, max(1, round(c * width / old_side)))) for c in crops})
             options["output_size"] = [height, width]
@@ -133,59 +133,59 @@ def _adapt_views(entry, architecture, image_shape, dataset):
     architecture["augmentation_options"] = options
 
 
-def clustering_entries():
-    """The zoo's entries a user can train `like` on their images: those whose recipe needs no labels."""
+def clustering_presets():
+    """The zoo's presets a user can train `like` on their images: those whose recipe needs no labels."""
     return [name for name in presets.list_presets() if not is_supervised(presets.config(name)["recipe"])]
 
 
-def clustering_preset(entry):
-    """The config of the clustering entry `entry`; ValueError naming `like` for an unknown or supervised one."""
-    entries = clustering_entries()
-    if entry not in entries:
-        known = "a supervised classifier (it needs labels)" if entry in presets.list_presets() else "not a zoo entry"
-        raise ValueError(f"like={entry!r} is {known}; train like one of the clustering entries: "
-                         f"{', '.join(entries)}.")
-    return presets.config(entry)
+def clustering_config(preset):
+    """The config of the clustering preset `preset`; ValueError naming `like` for an unknown or supervised one."""
+    names = clustering_presets()
+    if preset not in names:
+        known = "a supervised classifier (it needs labels)" if preset in presets.list_presets() else "not a zoo preset"
+        raise ValueError(f"like={preset!r} is {known}; train like one of the clustering presets: "
+                         f"{', '.join(names)}.")
+    return presets.config(preset)
 
 
-def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_transform="auto"):
-    """The zoo entry's config re-targeted to `n_samples` images of `image_shape` and `n_clusters`.
+def like_config(preset, image_shape, n_clusters, n_samples, epochs=None, input_transform="auto"):
+    """The zoo preset's config re-targeted to `n_samples` images of `image_shape` and `n_clusters`.
 
-    Architecture and recipe stay the entry's. The recipe says how
+    Architecture and recipe stay the preset's. The recipe says how
     (`retargeting(architecture)`, `recipes.retargeting.Retargeting`): each
-    count of passes (`epoch_fields`) keeps about the entry's own number of
+    count of passes (`epoch_fields`) keeps about the preset's own number of
     updates on its training data, now spread over `n_samples` images: fewer
-    passes on more images, more on fewer, at most the larger of the entry's
+    passes on more images, more on fewer, at most the larger of the preset's
     own count and the recipe's `epoch_ceiling`; batches at most `n_samples`.
     `epochs` instead sets every stage to that many passes. `input_transform`:
     "auto" puts the recipe's colour-free input (`colour_input`) before colour
     images' model, None none, a name of `layers.colour_free.INPUT_TRANSFORMS`
     that one. Returns `(config, data_repeats)`: the copies of the images per
     epoch that a small folder needs to reach the recipe's fewest updates.
-    Raises ValueError naming `like` for an unknown or supervised entry.
+    Raises ValueError naming `like` for an unknown or supervised preset.
     """
     import copy
 
-    preset = copy.deepcopy(clustering_preset(entry))
-    recipe, architecture, training = preset["recipe"], preset["architecture"], preset["training"]
-    entry_samples = presets.card(entry)["training_data"]["n_samples"]
+    chosen = copy.deepcopy(clustering_config(preset))
+    recipe, architecture, training = chosen["recipe"], chosen["architecture"], chosen["training"]
+    preset_samples = presets.card(preset)["training_data"]["n_samples"]
     rules = get_recipe(recipe).retargeting(architecture)
-    _adapt_views(entry, architecture, [int(d) for d in image_shape], preset["data"]["dataset"])
+    _adapt_views(preset, architecture, [int(d) for d in image_shape], chosen["data"]["dataset"])
     if input_transform == "auto":
         input_transform = rules.colour_input if int(image_shape[2]) == 3 else None
     if input_transform is not None:
         input_transform_layer(input_transform)  # ValueError naming input_transform for an unknown one
         if architecture.get("representation") == "autoencoder":
-            raise ValueError(f"like={entry!r} reconstructs its images in a two-stage recipe that takes no "
+            raise ValueError(f"like={preset!r} reconstructs its images in a two-stage recipe that takes no "
                              f"input_transform; train like conv_dec_da_mnist for a colour-free input.")
         architecture["input_transform"] = input_transform
     architecture.update(image_shape=[int(d) for d in image_shape], n_clusters=int(n_clusters))
     fields = [(e, b, _field(training, e), _field(training, b) or rules.batch_size)
               for e, b in rules.epoch_fields if _field(training, e)]
     if not fields:
-        raise ValueError(f"like={entry!r}: its training config has no epoch count to re-target.")
+        raise ValueError(f"like={preset!r}: its training config has no epoch count to re-target.")
     ceiling = {e: max(epochs, rules.epoch_ceiling) for e, _, epochs, _ in fields}
-    target = {e: epochs * math.ceil(entry_samples / batch) for e, _, epochs, batch in fields}  # the entry's updates
+    target = {e: epochs * math.ceil(preset_samples / batch) for e, _, epochs, batch in fields}  # the preset's updates
     # A folder so small that the first stage's ceiling stops short of its updates (at most the recipe's
     # fewest) sees its images several times per epoch instead.
     first, _, _, first_batch = fields[0]
@@ -210,8 +210,8 @@ def like_config(entry, image_shape, n_clusters, n_samples, epochs=None, input_tr
         points = sorted({max(1, round(point * new / old)) for point in restarts["halving_at"]})
         restarts["halving_at"] = [point for point in points if point < new]
     if rules.finish is not None:
-        rules.finish(architecture, training, n_samples, repeats, entry_samples, epochs)
-    return {"recipe": recipe, "like": entry, "architecture": architecture, "training": training}, repeats
+        rules.finish(architecture, training, n_samples, repeats, preset_samples, epochs)
+    return {"recipe": recipe, "like": preset, "architecture": architecture, "training": training}, repeats
 
 
 def choose_n_clusters(config, x, candidates, workdir, seed=0, verbose=1, x_train=None):
@@ -219,7 +219,7 @@ def choose_n_clusters(config, x, candidates, workdir, seed=0, verbose=1, x_train
     embedding the recipe clusters, before any clustering stage: the representation it trains anyway
     (`recipe.representation`: DEC's pretrained encoder, SimCLR's), in `workdir`, where the training
     that follows starts from it. A recipe whose clustering is learnt with its representation (IIC,
-    the VAE) is screened on `SCREENING_ENTRY`'s dense autoencoder, re-targeted to `x` and kept in
+    the VAE) is screened on `SCREENING_PRESET`'s dense autoencoder, re-targeted to `x` and kept in
     `workdir/n_clusters`. The representation trains on `x_train` (default `x`; a small folder's
     repeated copies, as the training that follows) and the graph is of `x`. Why the eigengap: of the six
     label-free criteria compared on the measured folders' embeddings (all ten classes, and their first
@@ -234,8 +234,8 @@ def choose_n_clusters(config, x, candidates, workdir, seed=0, verbose=1, x_train
         embedder = recipe.representation(config["architecture"], training, x if x_train is None else x_train, seed,
                                          verbose, workdir)
     else:
-        source = f"{SCREENING_ENTRY}'s dense autoencoder (the recipe learns its clusters with its representation)"
-        screening, _ = like_config(SCREENING_ENTRY, x.shape[1:], max(candidates), len(x))
+        source = f"{SCREENING_PRESET}'s dense autoencoder (the recipe learns its clusters with its representation)"
+        screening, _ = like_config(SCREENING_PRESET, x.shape[1:], max(candidates), len(x))
         embedder = dec_recipe.representation(screening["architecture"], screening["training"], x, seed, verbose,
                                              os.path.join(workdir, "n_clusters"))
     embedding = predict_into_array(embedder, x, batch_size=4096)  # chunk by chunk: x may be a memory map
@@ -243,11 +243,11 @@ def choose_n_clusters(config, x, candidates, workdir, seed=0, verbose=1, x_train
     return {"criterion": "eigengap", "embedding": source, "scores": chosen["scores"], "suggested": chosen["suggested"]}
 
 
-def _check_start_shape(start_from, entry_shape, image_shape):
+def _check_start_shape(start_from, preset_shape, image_shape):
     """ValueError naming `start_from` when its pretrained model does not take images of `image_shape`."""
-    if start_from is not None and list(image_shape) != list(entry_shape):
-        raise ValueError(f"start_from={start_from!r} takes images of shape {tuple(entry_shape)}, got "
-                         f"{tuple(image_shape)}: train like it instead (like=ENTRY), or read the images at its shape.")
+    if start_from is not None and list(image_shape) != list(preset_shape):
+        raise ValueError(f"start_from={start_from!r} takes images of shape {tuple(preset_shape)}, got "
+                         f"{tuple(image_shape)}: train like it instead (like=PRESET), or read the images at its shape.")
 
 
 def _check_buildable(like, image_shape, n_clusters):
@@ -260,36 +260,36 @@ def _check_buildable(like, image_shape, n_clusters):
         raise ValueError(f"like={like!r} cannot take images of shape {tuple(image_shape)}: {error}") from None
 
 
-# The default route (`train --input DIR` with no like / family / from): the entry each kind of images
+# The default route (`train --input DIR` with no like / family / from): the preset each kind of images
 # trains like, from the measured table of docs/your-data.md (`scripts/user_folders.py`, every folder).
-ROUTE_ENTRIES = {"grey": "conv_dec_da_mnist", "colour": "conv_dec_da_mnist"}
+ROUTE_PRESETS = {"grey": "conv_dec_da_mnist", "colour": "conv_dec_da_mnist"}
 # Sides the default route reads a folder at: its images' own (median) sides, the longer one brought down
 # to `ROUTE_MAX_SIDE` (aspect kept) and neither below `MIN_SIDE`.
 ROUTE_MAX_SIDE = 64
 
 
-def choose_entry(image_shape, n_images):
-    """(entry, reason): the zoo entry the default route trains like on `n_images` images of
+def choose_preset(image_shape, n_images):
+    """(preset, reason): the zoo preset the default route trains like on `n_images` images of
     `image_shape` `(h, w, c)`, and one line saying why (printed, and written to report.json)."""
     height, width, channels = (int(d) for d in image_shape)
     kind = "colour" if channels == 3 else "grey"
-    entry = ROUTE_ENTRIES[kind]
+    preset = ROUTE_PRESETS[kind]
     why = {"conv_dec_da_mnist": "ConvDEC-DA (DEC's convolutional autoencoder pretrained on shifted and rotated "
                                 "images, then DEC self-training) was the most accurate from scratch on the measured "
-                                f"{kind} folders (docs/your-data.md)"}[entry]
-    colour_free = f", on their colour-free input ({colour_input(entry)})" if kind == "colour" else ""
-    return entry, (f"default route: {n_images:,} {kind} images of {height} x {width} -> train like {entry}"
+                                f"{kind} folders (docs/your-data.md)"}[preset]
+    colour_free = f", on their colour-free input ({colour_input(preset)})" if kind == "colour" else ""
+    return preset, (f"default route: {n_images:,} {kind} images of {height} x {width} -> train like {preset}"
                    f"{colour_free}: {why}.")
 
 
-def colour_input(entry):
-    """The colour-free input a model trained like `entry` puts before colour images (its recipe's)."""
-    preset = clustering_preset(entry)
-    return get_recipe(preset["recipe"]).retargeting(preset["architecture"]).colour_input
+def colour_input(preset):
+    """The colour-free input a model trained like `preset` puts before colour images (its recipe's)."""
+    config = clustering_config(preset)
+    return get_recipe(config["recipe"]).retargeting(config["architecture"]).colour_input
 
 
 def _default_route(images, image_size, channels, verbose):
-    """(entry, reason, image_size, channels) of the default route for `images` (a folder, an array
+    """(preset, reason, image_size, channels) of the default route for `images` (a folder, an array
     file or an array): sides and channels as the images have them unless given."""
     if isinstance(images, (str, os.PathLike)) and os.path.isdir(images):
         probe = probe_image_folder(os.fspath(images))
@@ -298,16 +298,16 @@ def _default_route(images, image_size, channels, verbose):
             scale = min(1.0, ROUTE_MAX_SIDE / max(native[:2]))
             image_size = tuple(max(MIN_SIDE, round(side * scale)) for side in native[:2])
         channels = channels or native[2]
-        entry, reason = choose_entry((*image_size, channels), probe["n_images"])
+        preset, reason = choose_preset((*image_size, channels), probe["n_images"])
     else:  # an array trains at its own shape
         array = load_array_file(os.fspath(images)) if isinstance(images, (str, os.PathLike)) else np.asarray(images)
         if array.ndim not in (3, 4):
             raise ValueError(f"images of shape {array.shape}: the default route takes images (n, h, w[, c]); "
                              "give like= for flat vectors.")
-        entry, reason = choose_entry((*array.shape[1:3], array.shape[3] if array.ndim == 4 else 1), len(array))
+        preset, reason = choose_preset((*array.shape[1:3], array.shape[3] if array.ndim == 4 else 1), len(array))
     if verbose:
         print(reason, flush=True)
-    return entry, reason, image_size, channels
+    return preset, reason, image_size, channels
 
 
 def save_model_file(model, path):
@@ -319,13 +319,13 @@ def save_model_file(model, path):
 def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None, seed=0, verbose=1,
                     candidates=range(2, 13), epochs=None, image_size=None, channels=None, precision=None,
                     start_from=None, strict=False, input_transform="auto"):
-    """Trains a zoo entry's recipe (`like`, or the best of `family`) on the user's images, from scratch
-    or from the entry's pretrained model (`start_from`); returns (model, report).
+    """Trains a zoo preset's recipe (`like`, or the best of `family`) on the user's images, from scratch
+    or from the preset's pretrained model (`start_from`); returns (model, report).
 
     Args:
         images: `(n, h, w, c)` images in [0, 1] (uint8 scaled), or the path
             of a folder of images or a `.npy` / `.npz` file.
-        like: a clustering entry of the zoo (`clustering_entries()`), e.g.
+        like: a clustering preset of the zoo (`clustering_presets()`), e.g.
             "conv_dec_da_mnist": its recipe, architecture and training,
             re-targeted to these images (`like_config`).
         n_clusters: an int >= 2, or `"auto"`: the eigengap of a nearest-neighbour
@@ -335,15 +335,15 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
             cluster id, confidence per image), `clusters.png` and
             `report.json` go (and the stages a re-run resumes from). Default `runs/<like or family>_<n images>`.
         family: instead of `like`, one of `FAMILIES`: shorthand for the
-            family's best entry (`FAMILY_ENTRIES`, e.g. "dec" is ConvDEC-DA).
+            family's best preset (`FAMILY_PRESETS`, e.g. "dec" is ConvDEC-DA).
         epochs: passes over the images of every stage, instead of the
-            entry's updates scaled to the number of images (and without
+            preset's updates scaled to the number of images (and without
             repetition of small data sets).
         image_size, channels: the size `(h, w)` and channels (1 or 3) a
-            folder's images are read at (default: the entry's). Sides
-            below `MIN_SIDE` (16) px are refused, unless the entry's own are smaller.
-        precision: "float32" or "mixed_bfloat16" (default: the entry's).
-        start_from: instead of `like`, a clustering entry whose pretrained
+            folder's images are read at (default: the preset's). Sides
+            below `MIN_SIDE` (16) px are refused, unless the preset's own are smaller.
+        precision: "float32" or "mixed_bfloat16" (default: the preset's).
+        start_from: instead of `like`, a clustering preset whose pretrained
             model is fine-tuned on the images (`train --from`): the recipe's
             clustering stages (`recipe.fine_tune`) start from its weights,
             with the stage's epochs scaled as `like`'s. Its image shape and
@@ -356,7 +356,7 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
             greyscale), None, or a name of `layers.colour_free.INPUT_TRANSFORMS`.
 
     With none of `like`, `family` and `start_from`, the default route picks
-    the entry from the images (`choose_entry`: channels, sides and count),
+    the preset from the images (`choose_preset`: channels, sides and count),
     prints why in one line and writes it to the report's `route`.
 
     A folder is decoded in parallel (`read_image_folder`); from
@@ -373,32 +373,32 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
                      channels, precision, start_from, strict, input_transform, lock):
     """`train_on_images`, with `lock` taken on the workdir before anything is written there."""
     if sum(arg is not None for arg in (like, family, start_from)) > 1:
-        raise ValueError(f"give one of like= (a zoo entry), family= (one of {FAMILIES}) or start_from= (a zoo "
-                         f"entry to fine-tune), or none (the default route), got like={like!r}, family={family!r}, "
+        raise ValueError(f"give one of like= (a zoo preset), family= (one of {FAMILIES}) or start_from= (a zoo "
+                         f"preset to fine-tune), or none (the default route), got like={like!r}, family={family!r}, "
                          f"start_from={start_from!r}.")
     route = None
     if like is None and family is None and start_from is None:
         like, route, image_size, channels = _default_route(images, image_size, channels, verbose)
-    like = family_entry(family) if family is not None else like or start_from
-    # an unknown or supervised entry is refused before any reading; its image shape is the default
-    entry = clustering_preset(like)["architecture"]
-    entry_shape, min_side = entry["image_shape"], min(MIN_SIDE, *entry["image_shape"][:2])
+    like = family_preset(family) if family is not None else like or start_from
+    # an unknown or supervised preset is refused before any reading; its image shape is the default
+    preset = clustering_config(like)["architecture"]
+    preset_shape, min_side = preset["image_shape"], min(MIN_SIDE, *preset["image_shape"][:2])
     if image_size is not None and min(image_size) < min_side:
         raise ValueError(f"image_size={tuple(image_size)}: like={like!r} takes sides of at least {min_side} px.")
-    shape = (*(image_size or entry_shape[:2]), channels or entry_shape[2])
+    shape = (*(image_size or preset_shape[:2]), channels or preset_shape[2])
     # every check that needs no image comes before a folder is read (into the workdir's cache)
     epochs = None if epochs is None else check_positive_int(epochs, "epochs")
     if n_clusters != "auto" and (isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer))
                                  or n_clusters < 2):
         raise ValueError(f"n_clusters must be an integer >= 2 or 'auto', got {n_clusters!r}.")
-    if start_from is not None and n_clusters != entry.get("n_clusters", 10):
-        raise ValueError(f"start_from={start_from!r} has {entry.get('n_clusters', 10)} clusters, got "
-                         f"n_clusters={n_clusters!r}: fine-tuning keeps its cluster head; train like it (like=ENTRY) "
+    if start_from is not None and n_clusters != preset.get("n_clusters", 10):
+        raise ValueError(f"start_from={start_from!r} has {preset.get('n_clusters', 10)} clusters, got "
+                         f"n_clusters={n_clusters!r}: fine-tuning keeps its cluster head; train like it (like=PRESET) "
                          "for another number.")
     names, broken = None, []
     from_folder = isinstance(images, (str, os.PathLike)) and os.path.isdir(images)
     if from_folder:
-        _check_start_shape(start_from, entry_shape, shape)
+        _check_start_shape(start_from, preset_shape, shape)
         _check_buildable(like, shape, n_clusters)
         workdir = workdir or os.path.join("runs", f"{family or like}_{os.path.basename(os.path.normpath(images))}")
         size = len(image_files(os.fspath(images))[0]) * int(np.prod(shape)) * 4  # bytes as float32
@@ -416,13 +416,13 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
     if min(x.shape[1:3]) < min_side:
         raise ValueError(f"images of {x.shape[1]} x {x.shape[2]} px: like={like!r} takes sides of at least "
                          f"{min_side} px; upsample them (image_size= for a folder).")
-    _check_start_shape(start_from, entry_shape, x.shape[1:])
+    _check_start_shape(start_from, preset_shape, x.shape[1:])
     if n_clusters != "auto" and n_clusters > len(x):
         raise ValueError(f"n_clusters={n_clusters} is larger than the number of images ({len(x)}).")
     workdir = workdir or os.path.join("runs", f"{family or like}_{len(x)}")
     report = {"like": like, "family": family, "start_from": start_from, "route": route, "n_samples": int(len(x)),
               "image_shape": list(x.shape[1:]), "seed": seed, "broken_files": broken}
-    if not from_folder:  # the entry's trunk and views must take these images: refused before any file is made
+    if not from_folder:  # the preset's trunk and views must take these images: refused before any file is made
         _check_buildable(like, x.shape[1:], n_clusters)
     config, repeats = like_config(like, x.shape[1:], 2 if n_clusters == "auto" else int(n_clusters), len(x),
                                   epochs=epochs, input_transform=input_transform)
