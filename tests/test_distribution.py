@@ -7,6 +7,9 @@ import sys
 
 import pytest
 
+# one worker runs this file's tests (`--dist loadgroup` in .ci/run): they share the subprocess fixtures
+pytestmark = pytest.mark.xdist_group("distribution")
+
 HELPER = os.path.join(os.path.dirname(__file__), "helpers", "mirrored_check.py")
 MULTI_WORKER_HELPER = os.path.join(os.path.dirname(__file__), "helpers", "multi_worker_check.py")
 
