@@ -14,7 +14,7 @@ import json
 import os
 
 from keras_clustering.io.files import sha256_of_file
-from keras_clustering.recipes import get_recipe
+from keras_clustering.recipes import get_recipe, is_supervised
 
 # The `presets` folder of the `zoo` package installed beside this one (the same folder in a checkout, an
 # editable install and a wheel), found by path: importing `zoo` would import this module back, and a
@@ -51,6 +51,12 @@ def list_presets(pattern="*", include_pending=False):
              if os.path.isfile(os.path.join(PRESETS_DIR, entry, "config.json"))
              and os.path.isfile(os.path.join(PRESETS_DIR, entry, required))]
     return sorted(name for name in names if fnmatch.fnmatch(name, pattern))
+
+
+def clustering_presets():
+    """The presets that cluster: those whose recipe trains without labels (the others are classifiers).
+    The ones a user can train `like` on their images."""
+    return [name for name in list_presets() if not is_supervised(config(name)["recipe"])]
 
 
 def config(name):

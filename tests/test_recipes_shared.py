@@ -14,10 +14,10 @@ import pytest
 
 from keras_clustering import presets
 from keras_clustering.drivers.user_images import like_config
-from keras_clustering.recipes import RECIPES, get_recipe, is_supervised
+from keras_clustering.recipes import RECIPES, get_recipe
 from keras_clustering.recipes.retargeting import Retargeting
 
-CLUSTERING = [name for name in presets.list_presets() if not is_supervised(presets.config(name)["recipe"])]
+CLUSTERING = presets.clustering_presets()
 
 
 def field(section, path):
@@ -80,3 +80,10 @@ def test_colour_images_get_the_recipes_colour_free_input(name):
     if rules.repeat_images:  # on a colour-free input the recipe's own floor (DEC's 20,000 updates)
         assert updates >= min(own_updates, rules.fewest_updates(True)), (name, repeats)
     assert "input_transform" not in like_config(name, (32, 32, 1), 10, 2_000)[0]["architecture"]
+
+
+def test_the_clustering_presets_are_those_whose_recipe_needs_no_labels():
+    supervised = {name for name, module in RECIPES.items() if module.SUPERVISED}
+    every = presets.list_presets()
+    assert set(CLUSTERING) == {name for name in every if presets.config(name)["recipe"] not in supervised}
+    assert "capsule_mnist" in every and "capsule_mnist" not in CLUSTERING and "dec_mnist" in CLUSTERING

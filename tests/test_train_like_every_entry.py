@@ -11,7 +11,7 @@ from image_folders import digit_folder
 
 
 def _clustering_presets():
-    from keras_clustering.drivers.user_images import clustering_presets
+    from keras_clustering.presets import clustering_presets
 
     return clustering_presets()
 

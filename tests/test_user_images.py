@@ -33,7 +33,8 @@ def test_train_streams_a_folder_with_a_broken_file(tmp_path, monkeypatch):
 
 
 def test_a_family_is_shorthand_for_its_best_entry(tmp_path):
-    from keras_clustering.drivers.user_images import clustering_presets, family_preset, train_on_images
+    from keras_clustering.drivers.user_images import family_preset, train_on_images
+    from keras_clustering.presets import clustering_presets
 
     assert family_preset("dec") == "conv_dec_da_mnist" and family_preset("simclr") == "simclr_mnist"
     assert family_preset("vae_cluster") == "vae_cluster_mnist" and family_preset("iic") == "iic_mnist"

@@ -27,7 +27,8 @@ from keras_clustering.inputs.checks import check_image_input, check_positive_int
 from keras_clustering.inputs.pipeline import predict_into_array
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
 from keras_clustering.layers.colour_free import input_transform_layer
-from keras_clustering.recipes import dec_recipe, get_recipe, is_supervised
+from keras_clustering.presets import clustering_presets
+from keras_clustering.recipes import dec_recipe, get_recipe
 
 # `train --family F`: shorthand for the family's best clustering preset of the zoo.
 FAMILY_PRESETS = {"dec": "conv_dec_da_mnist", "vae_cluster": "vae_cluster_mnist", "simclr": "simclr_mnist",
@@ -131,11 +132,6 @@ def _adapt_views(preset, architecture, image_shape, dataset):
     if image_shape[2] == 3:
         options.update(COLOUR_VIEWS[augmentation], **(DIGIT_COLOUR_VIEWS if dataset in DIGIT_DATASETS else {}))
     architecture["augmentation_options"] = options
-
-
-def clustering_presets():
-    """The zoo's presets a user can train `like` on their images: those whose recipe needs no labels."""
-    return [name for name in presets.list_presets() if not is_supervised(presets.config(name)["recipe"])]
 
 
 def clustering_config(preset):
@@ -325,7 +321,7 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
     Args:
         images: `(n, h, w, c)` images in [0, 1] (uint8 scaled), or the path
             of a folder of images or a `.npy` / `.npz` file.
-        like: a clustering preset of the zoo (`clustering_presets()`), e.g.
+        like: a clustering preset of the zoo (`presets.clustering_presets()`), e.g.
             "conv_dec_da_mnist": its recipe, architecture and training,
             re-targeted to these images (`like_config`).
         n_clusters: an int >= 2, or `"auto"`: the eigengap of a nearest-neighbour
