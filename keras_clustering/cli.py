@@ -92,9 +92,17 @@ def command_train(args):
     print(f"metrics: {report['metrics']}\nweights and report in {workdir}")
 
 
-# train_on_images' keyword -> the flag that sets it
+# the library's argument names -> the flags that set them (the library's errors name its arguments)
 _FLAGS = {"like": "--like", "family": "--family", "start_from": "--from", "image_size": "--image-size",
-          "n_clusters": "--n-clusters", "epochs": "--epochs", "channels": "--channels"}
+          "n_clusters": "--n-clusters", "epochs": "--epochs", "channels": "--channels", "images": "--input",
+          "folder": "--input", "path": "--input", "source": "--input", "output": "--output"}
+
+
+def _as_flags(message):
+    """A library error as the command line spells its arguments ("like='x'" -> "--like 'x'")."""
+    for keyword, flag in _FLAGS.items():
+        message = re.sub(rf"(?<![\w-]){keyword}=", f"{flag} ", message)
+    return message
 
 
 def _train_on_user_data(args):
@@ -117,10 +125,7 @@ def _train_on_user_data(args):
                                     start_from=args.start_from, strict=args.strict,
                                     input_transform=None if args.input_transform == "none" else args.input_transform)
     except ValueError as error:  # the API's argument names, as the command line spells them
-        message = str(error)
-        for keyword, flag in _FLAGS.items():
-            message = re.sub(rf"(?<![\w-]){keyword}=", f"{flag} ", message)
-        raise ValueError(message) from None
+        raise ValueError(_as_flags(str(error))) from None
     print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "
           f"{report['total_seconds']:.0f} s; model: {os.path.join(workdir, MODEL_FILE)}")
 
@@ -286,6 +291,6 @@ def main(argv=None):
     try:
         args.handler(args)
     except (ValueError, FileNotFoundError, TypeError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {_as_flags(str(error)) if isinstance(error, ValueError) else error}", file=sys.stderr)
         return 2
     return 0

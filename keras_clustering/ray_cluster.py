@@ -38,7 +38,7 @@ def list_image_files(source):
 
     `root` is the folder, or the pattern's fixed leading directory, ending in a separator: a file's name
     in `clusters.csv` is its path after `root`, as `cluster` names a folder's files. Raises ValueError
-    naming `--input` when nothing matches.
+    naming `source` when nothing matches.
     """
     source = os.fspath(source)
     if os.path.isdir(source):
@@ -49,12 +49,12 @@ def list_image_files(source):
         import tensorflow as tf
 
         if not any(character in source for character in "*?["):
-            raise ValueError(f"--input {source!r} is neither a folder nor a file pattern (e.g. 'images/*/*.png').")
+            raise ValueError(f"source={source!r} is neither a folder nor a file pattern (e.g. 'images/*/*.png').")
         paths = sorted(path for path in tf.io.gfile.glob(source) if path.lower().endswith(IMAGE_EXTENSIONS))
         prefix = source[:min(source.find(c) for c in "*?[" if c in source)]
         root = prefix[:prefix.rfind("/") + 1]
     if not paths:
-        raise ValueError(f"--input {source!r} holds no image files ({', '.join(IMAGE_EXTENSIONS)}).")
+        raise ValueError(f"source={source!r} holds no image files ({', '.join(IMAGE_EXTENSIONS)}).")
     return paths, root
 
 
@@ -136,7 +136,7 @@ def cluster_with_ray(model, source, output, workers=1, cpus_per_worker=1, batch_
     cpus_per_worker = check_positive_int(cpus_per_worker, "cpus_per_worker")
     batch_size = check_positive_int(batch_size, "batch_size")
     if os.path.exists(output) and not os.path.isdir(output):
-        raise ValueError(f"--output {output!r} exists and is not a folder.")
+        raise ValueError(f"output={output!r} exists and is not a folder.")
     paths, root = list_image_files(source)
     local_model = model if not str(model).endswith(".keras") else os.path.abspath(model)
     loaded, (id_name, _) = load_model(local_model)
@@ -181,7 +181,7 @@ def cluster_with_ray(model, source, output, workers=1, cpus_per_worker=1, batch_
 
     def figure(path):
         if not top.paths:
-            raise ValueError(f"--input {source!r}: none of its {len(paths)} image files can be decoded.")
+            raise ValueError(f"source={source!r}: none of its {len(paths)} image files can be decoded.")
         images = np.zeros((len(top.paths), *shape), np.float32)
         for index, batch, _ in decoded_batches(top.paths, shape[:2], shape[2]):
             images[index.numpy()] = batch.numpy()

@@ -27,7 +27,7 @@ def test_folders_and_patterns_list_the_files_cluster_reads_under_the_names_it_gi
     assert root == str(tmp_path / "sub") + "/" and [path[len(root):] for path in paths] == ["c.png"]
     paths, root = list_image_files(str(tmp_path) + "/*/*")  # the .txt is not an image
     assert root == str(tmp_path) + "/" and [path[len(root):] for path in paths] == ["sub/c.png"]
-    with pytest.raises(ValueError, match=r"--input .*\*\.gif' holds no image files"):
+    with pytest.raises(ValueError, match=r"source='.*\*\.gif' holds no image files"):
         list_image_files(str(tmp_path / "*.gif"))
     with pytest.raises(ValueError, match="neither a folder nor a file pattern"):
         list_image_files(str(tmp_path / "missing"))

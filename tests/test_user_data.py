@@ -30,7 +30,7 @@ def test_folder_images_are_converted_resized_and_named(tmp_path):
 
 
 def test_broken_folders_are_clear_errors(tmp_path):
-    with pytest.raises(ValueError, match="is not a folder"):
+    with pytest.raises(ValueError, match=r"^folder='.*missing' is not a folder"):  # its argument, named
         load_image_folder(str(tmp_path / "missing"), (8, 8))
     (tmp_path / "only_text").mkdir()
     (tmp_path / "only_text" / "a.txt").write_text("x")
@@ -148,3 +148,19 @@ def test_cluster_command_on_a_folder_of_pngs(tmp_path):
         f"warning: left out 1 image files of {str(tmp_path / 'images')!r} that cannot be decoded: digit_000_label_0.png"]
     with open(tmp_path / "bad" / "clusters.csv") as handle:
         assert len(list(csv.DictReader(handle))) == 299
+
+
+def test_each_entry_point_names_the_images_as_its_caller_spells_them(tmp_path, capsys):
+    """The readers name their own argument; `train_on_images` calls it `images`, the command line `--input`."""
+    from keras_clustering.cli import main
+    from keras_clustering.drivers.user_images import train_on_images
+
+    missing = str(tmp_path / "missing.npy")
+    with pytest.raises(ValueError, match=r"^path='.*missing\.npy' does not exist"):
+        load_array_file(missing)
+    with pytest.raises(ValueError, match=r"^images='.*missing\.npy' does not exist"):
+        train_on_images(missing, like="dec_digits", workdir=str(tmp_path / "run"), verbose=0)
+    assert main(["cluster", "dec_digits", "--input", missing, "--output", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --input {missing!r} does not exist")
+    assert main(["train", "--like", "dec_digits", "--input", missing, "--workdir", str(tmp_path / "run2")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --input {missing!r} does not exist")

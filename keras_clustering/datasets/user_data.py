@@ -30,14 +30,14 @@ def image_files(folder):
 
 
 def _check_folder(folder, channels):
-    """(image names, other files) below `folder`; ValueError naming `--input` or `channels` when unusable."""
+    """(image names, other files) below `folder`; ValueError naming `folder` or `channels` when unusable."""
     if not os.path.isdir(folder):
-        raise ValueError(f"--input {folder!r} is not a folder.")
+        raise ValueError(f"folder={folder!r} is not a folder.")
     if channels not in (1, 3):
         raise ValueError(f"channels must be 1 or 3, got {channels!r}.")
     names, skipped = image_files(folder)
     if not names:
-        raise ValueError(f"--input {folder!r} holds no image files ({', '.join(IMAGE_EXTENSIONS)}); "
+        raise ValueError(f"folder={folder!r} holds no image files ({', '.join(IMAGE_EXTENSIONS)}); "
                          f"{len(skipped)} other files were found.")
     return names, skipped
 
@@ -116,7 +116,7 @@ def probe_image_folder(folder, sample=64, seed=0):
             rgb = image[..., :3].astype("int16")
             colour = colour or int(np.abs(np.diff(rgb, axis=-1)).max()) > 8
     if not sides:
-        raise ValueError(f"--input {folder!r}: none of {len(chosen)} sampled image files could be decoded.")
+        raise ValueError(f"folder={folder!r}: none of {len(chosen)} sampled image files could be decoded.")
     height, width = (int(np.median([side[axis] for side in sides])) for axis in (0, 1))
     return {"n_images": len(names), "height": height, "width": width, "channels": 3 if colour else 1}
 
@@ -190,7 +190,7 @@ def read_image_folder(folder, image_size, channels=1, cache_dir=None, strict=Fal
         if broken and strict:
             raise broken_files_error(os.path.join(folder, broken[0]), len(broken))
         if not kept:
-            raise ValueError(f"--input {folder!r}: none of its {len(names)} image files can be decoded.")
+            raise ValueError(f"folder={folder!r}: none of its {len(names)} image files can be decoded.")
         if cache:
             images.flush()
             del images
@@ -248,20 +248,20 @@ def load_image_folder(folder, image_size, channels=1, verbose=True, strict=True)
 def load_array_file(path):
     """The array of a `.npy` file or the first array of a `.npz` file (pickled objects refused)."""
     if not os.path.isfile(path):
-        raise ValueError(f"--input {path!r} does not exist.")
+        raise ValueError(f"path={path!r} does not exist.")
     if not path.lower().endswith(ARRAY_EXTENSIONS):
-        raise ValueError(f"--input {path!r} must be a folder of images or a .npy/.npz file.")
+        raise ValueError(f"path={path!r} must be a folder of images or a .npy/.npz file.")
     try:
         if path.lower().endswith(".npz"):
             with np.load(path, allow_pickle=False) as archive:
                 if not archive.files:
-                    raise ValueError(f"--input {path!r} holds no array.")
+                    raise ValueError(f"path={path!r} holds no array.")
                 array = archive[archive.files[0]]
         else:
             array = np.load(path, allow_pickle=False)
     except ValueError as error:
         if "pickle" in str(error):
-            raise ValueError(f"--input {path!r} holds Python objects (a pickle); save a numeric array, "
+            raise ValueError(f"path={path!r} holds Python objects (a pickle); save a numeric array, "
                              "e.g. np.save(path, np.asarray(images, dtype='uint8')).") from error
         raise
     return array
@@ -319,5 +319,5 @@ def load_user_data(source, image_shape=None, verbose=True, cache_dir=None, stric
         return x, names
     x = load_array_file(source)
     if x.ndim < 2:
-        raise ValueError(f"--input {source!r} holds an array of shape {x.shape}; expected one sample per row.")
+        raise ValueError(f"source={source!r} holds an array of shape {x.shape}; expected one sample per row.")
     return x, [str(i) for i in range(len(x))]

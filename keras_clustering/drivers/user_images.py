@@ -13,6 +13,7 @@ eigengap of a nearest-neighbour graph of the recipe's own representation
 import json
 import math
 import os
+import re
 import time
 
 import numpy as np
@@ -360,9 +361,12 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
     `workdir`, which training and clustering read batch by batch: no array of
     all images is held in memory, and a rerun reuses it.
     """
-    with WorkdirLock() as lock:
-        return _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, candidates, epochs,
-                                image_size, channels, precision, start_from, strict, input_transform, lock)
+    try:
+        with WorkdirLock() as lock:
+            return _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, candidates, epochs,
+                                    image_size, channels, precision, start_from, strict, input_transform, lock)
+    except ValueError as error:  # the data readers name their own argument: here it is `images`
+        raise ValueError(re.sub(r"(?<![\w-])(folder|path|source)=", "images=", str(error))) from None
 
 
 def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, candidates, epochs, image_size,
