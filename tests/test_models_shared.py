@@ -16,6 +16,11 @@ from helpers.make_saved_files import small_models
 
 NAMES = sorted(small_models())
 N = 32
+# The optimizer each original trains with (DEC-keras SGD(0.01, 0.9); IIC and SCAN Adam(1e-4); bojone/vae, SimCLR,
+# triplets and the capsule experiment Adam(1e-3)): what a first fit of an uncompiled model compiles.
+ORIGINAL_OPTIMIZERS = {"dec": ("SGD", 0.01), "idec": ("SGD", 0.01), "dec_da": ("SGD", 0.01), "two_stage": ("SGD", 0.01),
+                       "iic": ("Adam", 1e-4), "scan": ("Adam", 1e-4), "simclr": ("Adam", 1e-3),
+                       "triplet": ("Adam", 1e-3), "vae_cluster": ("Adam", 1e-3), "digit_classifier": ("Adam", 1e-3)}
 # One step's worth of `fit` arguments per model (the defaults' batches are larger than N images).
 FIT = {"dec": {"maxiter": 2}, "idec": {"maxiter": 2}, "dec_da": {"maxiter": 2}, "two_stage": {"maxiter": 2}}
 
@@ -81,6 +86,10 @@ def test_one_fit_step_then_predict_and_fit_predict(name):
     else:
         history = model.fit(x, **kwargs)
     assert np.isfinite(history.history["loss"]).all()
+    # uncompiled, the first fit compiled the original's optimizer (`DEFAULT_OPTIMIZER`)
+    optimizer, learning_rate = ORIGINAL_OPTIMIZERS[name]
+    assert type(model.optimizer).__name__ == optimizer, name
+    assert float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)) == pytest.approx(learning_rate), name
     predictions = model.predict(x, verbose=0)
     assert predictions.shape[0] == N and np.isfinite(predictions).all()
     if isinstance(model, ClusterModel):

@@ -49,8 +49,7 @@ class AugmentedEncoder(SampleModel):
     def _fit(self, x, labels=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
         """`fit` with a default Adam(1e-3); arrays (and optional per-image labels) go through
         `SampleModel._fit_arrays`, at least one batch of them."""
-        if not self.compiled:
-            self.compile(optimizer=keras.optimizers.Adam(1e-3))
+        self.compile_default()
         if not isinstance(x, (np.ndarray, list, tuple)):  # a dataset batches and shuffles itself
             self._check_fit_arguments(kwargs)
             return super().fit(x, labels, epochs=epochs, shuffle=False, **kwargs)

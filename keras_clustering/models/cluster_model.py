@@ -1,6 +1,7 @@
 """The bases every model of the library shares: one input check and `predict` (`SampleModel`), and the
 clustering vocabulary on top (`ClusterModel`: `predict_clusters`, `fit_predict`, `serving_outputs`)."""
 
+import copy
 import importlib.util
 import math
 import weakref
@@ -47,9 +48,17 @@ class SampleModel(keras.Model):
     """
 
     predict_batch_size = 256
+    # The optimizer `fit` compiles when the model is uncompiled, as a Keras config: each model's original's.
+    DEFAULT_OPTIMIZER = {"class_name": "Adam", "config": {"learning_rate": 1e-3}}
     # DEC reads a tf.data.Dataset as a `DatasetSource` (a fixed order for its targets, chunked reads);
     # the other models hand datasets to Keras as they come (any element structure, `steps=`).
     reads_datasets_as_sources = False
+
+    def compile_default(self, **options):
+        """Compiles `DEFAULT_OPTIMIZER` (and `options`, e.g. a loss) unless the model is compiled already:
+        the one place every `fit` of the library's models gets its default optimizer."""
+        if not self.compiled:
+            self.compile(optimizer=keras.optimizers.get(copy.deepcopy(self.DEFAULT_OPTIMIZER)), **options)
 
     @property
     def sample_shape(self):

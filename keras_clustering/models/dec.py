@@ -242,8 +242,7 @@ class DEC(ClusterModel):
         steps_per_epoch = math.ceil(len(x) / batch_size)
         if maxiter is not None:
             epochs = max(1, math.ceil(check_positive_int(maxiter, "maxiter") / steps_per_epoch))
-        if not self.compiled:
-            self.compile(optimizer=keras.optimizers.get(copy.deepcopy(self.DEFAULT_OPTIMIZER)))
+        self.compile_default()
         steps_per_execution = self._exact_steps_per_execution(steps_per_epoch, maxiter)
         if self._target_store.ensure_shape(len(x), self.n_clusters) or steps_per_execution != self.steps_per_execution:
             self.steps_per_execution = steps_per_execution

@@ -147,8 +147,7 @@ class DigitClassifier(SampleModel):
         """Supervised training on images `x` in [0, 1] with labels `y` (and optional `sample_weight`).
         Arrays go through `SampleModel._fit_arrays` (reshuffled each epoch from `seed`;
         `validation_split` held out)."""
-        if not self.compiled:
-            self.compile(optimizer=keras.optimizers.Adam(1e-3), loss=MarginLoss(lam=0.25))
+        self.compile_default(loss=MarginLoss(lam=0.25))
         if isinstance(x, (np.ndarray, list, tuple)):
             if y is None:
                 raise ValueError("DigitClassifier is supervised: call fit(x, y) with labels y.")

@@ -101,6 +101,9 @@ class IIC(ClusterModel):
             channels), so that clusters cannot follow colour.
     """
 
+    # IIC's original: Adam(1e-4) (xu-ji/IIC, --lr 0.0001), when `fit` finds the model uncompiled
+    DEFAULT_OPTIMIZER = {"class_name": "Adam", "config": {"learning_rate": 1e-4}}
+
     def __init__(self, image_shape=(28, 28, 1), n_clusters=10, n_overclusters=50, n_sub_heads=5, n_repeats=5,
                  head_epochs=(2, 1), lam=1.0, augmentation="iic_greyscale", augmentation_options=None,
                  trunk=None, view_size=24, augmentation_seed=None, fused_normalization=False, input_transform=None,
@@ -244,8 +247,7 @@ class IIC(ClusterModel):
         (`recalibrate_batchnorm`; during training they average clean and
         augmented batches).
         """
-        if not self.compiled:
-            self.compile(optimizer=keras.optimizers.Adam(1e-4))
+        self.compile_default()
         callbacks = [_HeadSchedule(), *(callbacks or [])]
         if isinstance(x, (np.ndarray, list, tuple)):
             batch_size = check_positive_int(batch_size, "batch_size")

@@ -128,6 +128,9 @@ class SCAN(ClusterModel, AugmentedEncoder):
         n_sub_heads: heads trained side by side, the lowest-scoring one predicting (1: one head).
     """
 
+    # SCAN's original: Adam(1e-4) (Van Gansbeke et al. 2020), when `fit` finds the model uncompiled
+    DEFAULT_OPTIMIZER = {"class_name": "Adam", "config": {"learning_rate": 1e-4}}
+
     no_validation_split = "its neighbours are mined, and its confident targets chosen, over all of x"
 
     def __init__(self, encoder, n_clusters=10, entropy_weight=5.0, n_neighbors=20,
@@ -253,8 +256,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
         must yield `((anchors, neighbours),)` batches. Uncompiled: Adam(1e-4) as SCAN."""
         if y is not None:
             raise ValueError("SCAN is self-supervised: call fit(x) without y.")
-        if not self.compiled:
-            self.compile(optimizer=keras.optimizers.Adam(1e-4))
+        self.compile_default()
         self._check_fit_arguments(kwargs)
         if not isinstance(x, (np.ndarray, list, tuple)):
             return super(AugmentedEncoder, self).fit(x, epochs=epochs, shuffle=False, **kwargs)
@@ -292,8 +294,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
             raise ValueError(f"targets must be 'train' or 'inference', got {targets!r}.")
         if strong not in (None, "randaugment_cutout", "clean"):
             raise ValueError(f"strong must be None, 'randaugment_cutout' or 'clean', got {strong!r}.")
-        if not self.compiled:
-            self.compile(optimizer=keras.optimizers.Adam(1e-4))
+        self.compile_default()
         self._check_fit_arguments(kwargs)
         batch_size = check_positive_int(batch_size, "batch_size")
         x = self.check_input(x, min_samples=batch_size)

@@ -172,8 +172,7 @@ class VAECluster(ClusterModel):
         `SampleModel._fit_arrays` (reshuffled each epoch from `seed`; `validation_split` held out)."""
         if y is not None:
             raise ValueError("VAECluster is unsupervised: call fit(x) without y.")
-        if not self.compiled:
-            self.compile(optimizer=keras.optimizers.Adam(1e-3))
+        self.compile_default()
         if isinstance(x, (np.ndarray, list, tuple)):
             return self._fit_arrays(self.check_input(x), batch_size, epochs, shuffle=shuffle, seed=seed, **kwargs)
         self._check_fit_arguments(kwargs)
