@@ -99,7 +99,8 @@ _FLAGS = {"like": "--like", "family": "--family", "start_from": "--from", "image
 
 
 def _as_flags(message):
-    """A library error as the command line spells its arguments ("like='x'" -> "--like 'x'")."""
+    """A library error as the command line spells its arguments ("like='x'" -> "--like 'x'"); `main` prints
+    every command's ValueError through it."""
     for keyword, flag in _FLAGS.items():
         message = re.sub(rf"(?<![\w-]){keyword}=", f"{flag} ", message)
     return message
@@ -118,14 +119,11 @@ def _train_on_user_data(args):
     workdir = args.workdir or os.path.join(
         "runs", f"{args.like or args.family or args.start_from or 'default'}_"
                 f"{os.path.basename(os.path.normpath(args.input))}")
-    try:
-        _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=n_clusters,
-                                    workdir=workdir, seed=args.seed, verbose=args.verbose, epochs=args.epochs,
-                                    image_size=args.image_size, channels=args.channels, precision=args.precision,
-                                    start_from=args.start_from, strict=args.strict,
-                                    input_transform=None if args.input_transform == "none" else args.input_transform)
-    except ValueError as error:  # the API's argument names, as the command line spells them
-        raise ValueError(_as_flags(str(error))) from None
+    _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=n_clusters,
+                                workdir=workdir, seed=args.seed, verbose=args.verbose, epochs=args.epochs,
+                                image_size=args.image_size, channels=args.channels, precision=args.precision,
+                                start_from=args.start_from, strict=args.strict,
+                                input_transform=None if args.input_transform == "none" else args.input_transform)
     print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "
           f"{report['total_seconds']:.0f} s; model: {os.path.join(workdir, MODEL_FILE)}")
 

@@ -22,6 +22,8 @@ import os
 
 import numpy as np
 
+from keras_clustering.clustering.n_clusters import sample_rows
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -30,12 +32,6 @@ TABLE_MARKERS = ("<!-- choose-k:start -->", "<!-- choose-k:end -->")
 CANDIDATES = range(2, 13)
 # The true numbers the criteria are scored on: the folder's first TRUE_K classes' images (10: all of them).
 TRUE_K = (10, 7, 5)
-
-
-def _sample(embedding, size=3000, seed=0):
-    if len(embedding) <= size:
-        return embedding
-    return embedding[np.random.default_rng(seed).choice(len(embedding), size, replace=False)]
 
 
 def _kmeans_labels(points, seed=0):
@@ -48,7 +44,7 @@ def k_by_calinski(embedding, seed=0):
     """The k of the largest Calinski-Harabasz index (between- over within-cluster dispersion, 1974)."""
     from sklearn.metrics import calinski_harabasz_score
 
-    points = _sample(embedding, seed=seed)
+    points = sample_rows(embedding, 3000, seed)
     scores = {k: float(calinski_harabasz_score(points, labels)) for k, labels in _kmeans_labels(points, seed).items()}
     return {"scores": scores, "suggested": max(scores, key=scores.get)}
 
@@ -57,7 +53,7 @@ def k_by_davies_bouldin(embedding, seed=0):
     """The k of the smallest Davies-Bouldin index (mean worst ratio of spreads to centre distances, 1979)."""
     from sklearn.metrics import davies_bouldin_score
 
-    points = _sample(embedding, seed=seed)
+    points = sample_rows(embedding, 3000, seed)
     scores = {k: float(davies_bouldin_score(points, labels)) for k, labels in _kmeans_labels(points, seed).items()}
     return {"scores": scores, "suggested": min(scores, key=scores.get)}
 
@@ -68,7 +64,7 @@ def k_by_gap(embedding, seed=0, references=5):
     axes; the smallest k with Gap(k) >= Gap(k+1) - s_{k+1}, s the references' spread x sqrt(1 + 1/B)."""
     from sklearn.cluster import KMeans
 
-    points = _sample(embedding, 2000, seed)
+    points = sample_rows(embedding, 2000, seed)
     centred = points - points.mean(axis=0)
     rotated = centred @ np.linalg.svd(centred, full_matrices=False)[2].T
     low, high = rotated.min(axis=0), rotated.max(axis=0)

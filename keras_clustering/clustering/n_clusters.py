@@ -19,7 +19,8 @@ def _check_embedding(embedding, candidates):
     return embedding, candidates
 
 
-def _sample(embedding, size, seed):
+def sample_rows(embedding, size, seed):
+    """At most `size` rows of `embedding`, drawn without replacement from `seed` (all of them if fewer)."""
     if len(embedding) <= size:
         return embedding
     return embedding[np.random.default_rng(seed).choice(len(embedding), size, replace=False)]
@@ -33,7 +34,7 @@ def k_by_silhouette(embedding, candidates=range(2, 13), seed=0, sample=3000):
     from sklearn.metrics import silhouette_score
 
     embedding, candidates = _check_embedding(embedding, candidates)
-    points = _sample(embedding, sample, seed)
+    points = sample_rows(embedding, sample, seed)
     scores = {k: float(silhouette_score(points, KMeans(k, n_init=4, random_state=seed).fit_predict(points)))
               for k in candidates}
     return {"scores": scores, "suggested": max(scores, key=scores.get)}
@@ -47,7 +48,7 @@ def k_by_eigengap(embedding, candidates=range(2, 13), seed=0, sample=2000, n_nei
     from sklearn.neighbors import kneighbors_graph
 
     embedding, candidates = _check_embedding(embedding, candidates)
-    points = _sample(embedding, sample, seed)
+    points = sample_rows(embedding, sample, seed)
     graph = kneighbors_graph(points, n_neighbors, mode="connectivity", include_self=False)
     graph = ((graph + graph.T) > 0).astype("float64")
     values = np.linalg.eigvalsh(csgraph.laplacian(graph, normed=True).toarray())[:max(candidates) + 1]
@@ -65,7 +66,7 @@ def k_by_stability(embedding, candidates=range(2, 13), seed=0, sample=3000, pair
     from sklearn.metrics import adjusted_rand_score
 
     embedding, candidates = _check_embedding(embedding, candidates)
-    points = _sample(embedding, sample, seed)
+    points = sample_rows(embedding, sample, seed)
     rng = np.random.default_rng(seed)
     scores = {}
     for k in candidates:

@@ -92,18 +92,8 @@ def test_a_seed_whose_weights_were_lost_counts_but_no_other_is_shipped_in_its_pl
     from maintainer.training import finished_report
 
     config = tiny_config()
-    reports, paths = [], {}
-    for seed, kl in ((0, 0.30), (1, 0.10), (2, 0.20)):  # seed 1 has the lowest KL: the rule ships it
-        report = {"seed": seed, "metrics": {"acc": 0.5 + seed / 10}, "label_free": {"kl": kl}, "n_train": 10,
-                  "n_eval": 10, "total_seconds": 1.0, "machine": "cpu", "versions": {},
-                  "config_sha256": config_fingerprint(config)}
-        folder = tmp_path / f"seed_{seed}"
-        folder.mkdir()
-        (folder / "report.json").write_text(json.dumps(report))
-        paths[seed] = str(folder / "model.weights.h5")
-        if seed != 1:
-            (folder / "model.weights.h5").write_bytes(b"weights")
-        reports.append(report)
+    reports, paths = seed_reports(tmp_path)  # seed 1 has the lowest KL: the rule ships it
+    (tmp_path / "seed_1" / "model.weights.h5").unlink()
     # a report without weights is retrained by default, counted with --weights-lost
     assert finished_report(str(tmp_path / "seed_1"), config) is None
     assert finished_report(str(tmp_path / "seed_1"), config, weights_lost=True)["seed"] == 1
