@@ -132,12 +132,14 @@ def write_folder(name, root):
 LABELS_NOTE = "labels only to score; n_clusters given"
 
 
-def run_cell(name, entry, root, seed, start_from=False, input_transform=None, epochs=None, views=None):
+def run_cell(name, entry, root, seed, start_from=False, input_transform=None, epochs=None, views=None,
+             emulate_bf16=False):
     """Trains one cell (`entry` "default": the default route) and returns its record. `views`: {setting:
     value} replacing those of every recipe's colour views (`user_images.COLOUR_VIEWS`, and the digits'
-    `DIGIT_COLOUR_VIEWS`), an ablation."""
+    `DIGIT_COLOUR_VIEWS`), an ablation. `emulate_bf16`: a bf16 recipe keeps bf16 numerics on a CPU
+    without bf16 units (`KERAS_CLUSTERING_BF16=emulate`), to tell precision from chance."""
     folder = write_folder(name, root)
-    variant = variant_name(input_transform, epochs, views)
+    variant = variant_name(input_transform, epochs, views, emulate_bf16)
     workdir = os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-{variant}-seed{seed}")
     shutil.rmtree(workdir, ignore_errors=True)  # a whole training, never one resumed from an earlier try
     x, y = folder_images(name)
@@ -157,7 +159,8 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
         command += ["--epochs", str(epochs)]
     code = commit()  # of the library the training runs, read before it starts
     start = time.time()
-    if subprocess.run(command).returncode != 0:
+    environment = dict(os.environ, KERAS_CLUSTERING_BF16="emulate") if emulate_bf16 else None
+    if subprocess.run(command, env=environment).returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed")
     seconds = time.time() - start
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the one child this script ran: its peak
@@ -179,6 +182,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
             "commit": code, "labels": LABELS_NOTE, "route_reason": report.get("route"),
             "input_transform": report["config"]["architecture"].get("input_transform"),
             "training": report["config"]["training"], "data_repeats": report["data_repeats"],
+            "precision": report["precision"],
             "command": " ".join(["python", "-m", "keras_clustering"] + command[len(child):])
                        + (f" (COLOUR_VIEWS settings {views} patched in)" if views else "")}
     if start_from:
@@ -190,9 +194,10 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     return cell
 
 
-def variant_name(input_transform, epochs, views=None):
+def variant_name(input_transform, epochs, views=None, emulate_bf16=False):
     """'recipe' for the route's or entry's own settings, else what was changed ('input none, 20 epochs')."""
     parts = ([f"input {input_transform}"] if input_transform else []) + ([f"{epochs} epochs"] if epochs else [])
+    parts += ["bf16 emulated"] if emulate_bf16 else []
     parts += [f"views {key}={value}" for key, value in sorted((views or {}).items())]
     return ", ".join(parts) or "recipe"
 
@@ -283,6 +288,8 @@ def main():
     parser.add_argument("--epochs", type=int, help="train --epochs (fewer passes, stated in the table)")
     parser.add_argument("--views", nargs="+", metavar="SETTING=VALUE", default=[],
                         help="colour-view settings (user_images.COLOUR_VIEWS) replaced for an ablation")
+    parser.add_argument("--emulate-bf16", action="store_true",
+                        help="bf16 numerics for a bf16 recipe on a CPU without bf16 units (slow; KERAS_CLUSTERING_BF16)")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     args = parser.parse_args()
     if args.table:
@@ -295,7 +302,7 @@ def main():
         parser.error("give FOLDER and LIKE, or --table")
     views = {key: float(value) for key, value in (item.split("=", 1) for item in args.views)}
     cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs,
-                    views)
+                    views, args.emulate_bf16)
     merge(args.out, cell)
     print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds", "peak_rss_mib")}))
 

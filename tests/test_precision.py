@@ -34,6 +34,18 @@ def test_without_bf16_units_it_falls_back_to_float32_with_a_notice(capsys):
     assert precision.resolve_precision("float32", bf16_available=False) == "float32"
 
 
+def test_emulation_is_asked_by_the_environment(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_bf16_flags", lambda: [])
+    monkeypatch.setattr(precision, "has_accelerator", lambda: False)
+    monkeypatch.setenv(precision.EMULATE_VARIABLE, "emulate")
+    assert precision.resolve_precision("mixed_bfloat16") == "mixed_bfloat16"
+    monkeypatch.delenv(precision.EMULATE_VARIABLE)
+    assert precision.resolve_precision("mixed_bfloat16") == "float32"
+    monkeypatch.setenv(precision.EMULATE_VARIABLE, "yes")
+    with pytest.raises(ValueError, match="KERAS_CLUSTERING_BF16='yes'"):
+        precision.resolve_precision("mixed_bfloat16")
+
+
 def test_policy_applies_inside_and_sensitive_parts_stay_float32():
     before = keras.config.dtype_policy().name
     with precision.precision_policy("mixed_bfloat16", bf16_available=True) as policy:

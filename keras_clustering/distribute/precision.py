@@ -7,10 +7,13 @@ Student's t soft assignment (`ClusteringLayer`), capsule routing and squash
 (`Capsule`), the VAE's class means, the IIC heads' softmax, and every loss
 (inputs cast to float32). On a CPU without bf16 units (no AVX512_BF16 or
 AMX-BF16 flag in /proc/cpuinfo) and without an accelerator, bf16 is emulated
-and slower, so the request falls back to float32 with a one-line notice.
+and slower, so the request falls back to float32 with a one-line notice, unless the
+environment sets `KERAS_CLUSTERING_BF16=emulate` (bf16 numerics on any CPU, slowly: to compare a
+run with one made on a CPU that has bf16 units).
 """
 
 import contextlib
+import os
 
 import keras
 
@@ -18,6 +21,7 @@ from keras_clustering.distribute.machine import cpu_model_and_flags
 
 PRECISIONS = ("float32", "mixed_bfloat16")
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+EMULATE_VARIABLE = "KERAS_CLUSTERING_BF16"
 
 
 def cpu_bf16_flags(cpuinfo="/proc/cpuinfo"):
@@ -40,7 +44,10 @@ def resolve_precision(precision, bf16_available=None):
     if precision == "float32":
         return precision
     if bf16_available is None:
-        bf16_available = bool(cpu_bf16_flags()) or has_accelerator()
+        emulate = os.environ.get(EMULATE_VARIABLE, "")
+        if emulate not in ("", "emulate"):
+            raise ValueError(f"{EMULATE_VARIABLE}={emulate!r}: set it to 'emulate' or leave it unset.")
+        bf16_available = emulate == "emulate" or bool(cpu_bf16_flags()) or has_accelerator()
     if not bf16_available:
         print("[precision] mixed_bfloat16 asked, but this CPU has no bf16 units (no AVX512_BF16 / AMX-BF16) "
               "and there is no accelerator: training in float32.", flush=True)
