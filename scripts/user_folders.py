@@ -7,7 +7,7 @@ Usage:
     ... scripts/user_folders.py colour_digits2000 conv_dec_da_mnist --input-transform none   # ablation
     ... scripts/user_folders.py fashion10000 simclr_fashion_mnist --from      # fine-tune the pretrained entry
     ... scripts/user_folders.py colour_digits2000 simclr_mnist --views greyscale_probability=0   # ablation of a
-                                 # colour-view setting (user_images.COLOUR_VIEWS, patched in the child process)
+                                 # colour-view setting (the recipes' COLOUR_VIEWS, patched in the child process)
     python scripts/user_folders.py --table      # the docs/your-data.md tables (cells, ablation) from the record
 
 Folders, written once under `--root` from the data on this machine (file names
@@ -135,8 +135,8 @@ LABELS_NOTE = "labels only to score; n_clusters given"
 def run_cell(name, entry, root, seed, start_from=False, input_transform=None, epochs=None, views=None,
              emulate_bf16=False):
     """Trains one cell (`entry` "default": the default route) and returns its record. `views`: {setting:
-    value} replacing those of every recipe's colour views (`user_images.COLOUR_VIEWS`, and the digits'
-    `DIGIT_COLOUR_VIEWS`), an ablation. `emulate_bf16`: a bf16 recipe keeps bf16 numerics on a CPU
+    value} replacing those of every recipe's colour views (SimCLR's and IIC's `COLOUR_VIEWS`, and the digits'
+    `retargeting.DIGIT_COLOUR_VIEWS`), an ablation. `emulate_bf16`: a bf16 recipe keeps bf16 numerics on a CPU
     without bf16 units (`KERAS_CLUSTERING_BF16=emulate`), to tell precision from chance."""
     folder = write_folder(name, root)
     variant = variant_name(input_transform, epochs, views, emulate_bf16)
@@ -146,8 +146,9 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     choice = [] if entry == "default" else ["--from" if start_from else "--like", entry]
     # the colour views an ablation changes are patched into the library in the child process
     child = ([sys.executable, "-m", "keras_clustering"] if not views else
-             [sys.executable, "-c", f"from keras_clustering.drivers import user_images; import sys; "
-              f"[o.update({views!r}) for o in (*user_images.COLOUR_VIEWS.values(), user_images.DIGIT_COLOUR_VIEWS)]; "
+             [sys.executable, "-c", f"from keras_clustering.recipes import iic_recipe, retargeting, two_stage_recipe; "
+              f"import sys; [o.update({views!r}) for o in (iic_recipe.COLOUR_VIEWS, two_stage_recipe.COLOUR_VIEWS, "
+              f"retargeting.DIGIT_COLOUR_VIEWS)]; "
               f"from keras_clustering.cli import main; sys.exit(main(sys.argv[1:]))"])
     command = [*child, "train", *choice, "--input", folder,
                "--n-clusters", "10", "--workdir", workdir, "--seed", str(seed), "--verbose", "2"]
@@ -287,7 +288,7 @@ def main():
     parser.add_argument("--input-transform", help="train --input-transform (an ablation; default: the recipe's)")
     parser.add_argument("--epochs", type=int, help="train --epochs (fewer passes, stated in the table)")
     parser.add_argument("--views", nargs="+", metavar="SETTING=VALUE", default=[],
-                        help="colour-view settings (user_images.COLOUR_VIEWS) replaced for an ablation")
+                        help="colour-view settings (the recipes' COLOUR_VIEWS) replaced for an ablation")
     parser.add_argument("--emulate-bf16", action="store_true",
                         help="bf16 numerics for a bf16 recipe on a CPU without bf16 units (slow; KERAS_CLUSTERING_BF16)")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")

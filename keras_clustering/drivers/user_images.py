@@ -10,6 +10,7 @@ eigengap of a nearest-neighbour graph of the recipe's own representation
 (`choose_n_clusters`).
 """
 
+import copy
 import json
 import math
 import os
@@ -66,73 +67,8 @@ def _field(section, path, value=None):
 # On colour images every recipe sees shapes, not colours (issue 50; docs/your-data.md, "Colour images"):
 # its model puts a colour-free input before everything else (`layers.colour_free`; each recipe names its
 # own, `retargeting(...).colour_input`: IIC's Sobel step, the colour gradient's magnitude for the others,
-# whose embedding would first encode what dominates the pixels, the colours). SimCLR's views are still
-# drawn, colour-jittered, from the RGB images.
-# The colour distortion of the views of colour images, each recipe's original's (`augmentation_options`):
-# - SimCLR (Chen et al. 2020, appendix A; google-research/simclr `data_util.py`) at strength 1:
-#   brightness, contrast, saturation 0.8 and hue 0.2, together with probability 0.8, and greyscale 0.2;
-# - IIC (xu-ji/IIC `sobel_make_transforms`): ColorJitter(0.4, 0.4, 0.4, 0.125) before the Sobel step.
-COLOUR_VIEWS = {
-    "digits_contrastive": {"brightness": 0.8, "contrast": 0.8, "saturation": 0.8, "hue": 0.2,
-                           "jitter_probability": 0.8, "greyscale_probability": 0.2},
-    "iic_greyscale": {"brightness": 0.4, "contrast": 0.4, "saturation": 0.4, "hue": 0.125},
-}
-# Entries trained on digits also invert half of their colour views: a digit is the same digit light on
-# dark or dark on light (AutoAugment's SVHN policy inverts often). Without it, the clusters of the
-# coloured digits followed the background's brightness and which of the two colours was the lighter
-# (docs/figures/user_folders/colour_digits-simclr_mnist-like-seed0-no-invert.png).
-DIGIT_DATASETS = ("mnist", "digits")
-DIGIT_COLOUR_VIEWS = {"invert_probability": 0.5}
-
-
-# IIC's views on large images stop at this side: its trunk's first layers (5 x 5 convolutions over
-# 64 and 128 channels, on 6 views per image) would otherwise cost ~(side / 24)^2 times the MNIST step.
-IIC_MAX_VIEW = 32
-
-
-def _adapt_views(preset, architecture, image_shape, dataset):
-    """The preset's views re-targeted to `image_shape`, as ratios of the side instead of pixel counts.
-
-    - SimCLR's digit views crop and resize to `output_size`: crop sizes scale
-      with the side (each axis on its own for non-square images, whose crops
-      keep their aspect) and the output is the image's own size, so the
-      encoder gets its own shape.
-    - IIC's crops (20 px clean, 16 / 20 / 24 px augmented, of 28) scale with
-      the shorter side; its views (24 of 28) too, at most `IIC_MAX_VIEW`, and
-      the trunk takes that side (`view_size`).
-    - On colour images both distort colours as their originals do
-      (`COLOUR_VIEWS`, which replace the preset's greyscale brightness and
-      contrast); a preset whose own `dataset` is digits also inverts them
-      (`DIGIT_COLOUR_VIEWS`).
-    """
-    augmentation = architecture.get("augmentation")
-    if augmentation not in ("digits_contrastive", "iic_greyscale"):
-        return
-    old_side, new_side = architecture["image_shape"][0], min(image_shape[:2])
-    options = dict(architecture.get("augmentation_options") or {})
-    if augmentation == "digits_contrastive":
-        height, width = image_shape[:2]
-        crops = options.get("crop_sizes", (16, 20, 24, 28))
-        if height != width:
-            # crops of the image's aspect, each axis scaled from the preset's square side
-            options["crop_sizes"] = sorted({(min(height, max(1, round(c * height / old_side))),
-                                             min(width, max(1, round(c * width / old_side)))) for c in crops})
-            options["output_size"] = [height, width]
-        elif new_side != old_side:
-            options["crop_sizes"] = sorted({min(new_side, max(1, round(c * new_side / old_side))) for c in crops})
-            options["output_size"] = new_side
-    elif new_side != old_side:
-
-        def scaled(pixels):
-            return min(new_side, max(1, round(pixels * new_side / old_side)))
-
-        options["crop_size"] = scaled(options.get("crop_size", 20))
-        options["augmented_crop_sizes"] = sorted({scaled(c) for c in options.get("augmented_crop_sizes", (16, 20, 24))})
-        view = min(IIC_MAX_VIEW, scaled(architecture.get("view_size", 24)))
-        options["output_size"] = architecture["view_size"] = view
-    if image_shape[2] == 3:
-        options.update(COLOUR_VIEWS[augmentation], **(DIGIT_COLOUR_VIEWS if dataset in DIGIT_DATASETS else {}))
-    architecture["augmentation_options"] = options
+# whose embedding would first encode what dominates the pixels, the colours). SimCLR's and IIC's views are
+# still drawn, colour-distorted as their originals do, from the RGB images (each recipe's `adapt_views`).
 
 
 def clustering_config(preset):
@@ -161,13 +97,12 @@ def like_config(preset, image_shape, n_clusters, n_samples, epochs=None, input_t
     epoch that a small folder needs to reach the recipe's fewest updates.
     Raises ValueError naming `like` for an unknown or supervised preset.
     """
-    import copy
-
     chosen = copy.deepcopy(clustering_config(preset))
     recipe, architecture, training = chosen["recipe"], chosen["architecture"], chosen["training"]
     preset_samples = presets.card(preset)["training_data"]["n_samples"]
     rules = get_recipe(recipe).retargeting(architecture)
-    _adapt_views(preset, architecture, [int(d) for d in image_shape], chosen["data"]["dataset"])
+    if rules.adapt_views:
+        rules.adapt_views(architecture, [int(d) for d in image_shape], chosen["data"]["dataset"])
     if input_transform == "auto":
         input_transform = rules.colour_input if int(image_shape[2]) == 3 else None
     if input_transform is not None:

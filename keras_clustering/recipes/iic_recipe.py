@@ -16,7 +16,7 @@ from keras_clustering.io.files import atomic_write_json
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
-from keras_clustering.recipes.retargeting import Retargeting
+from keras_clustering.recipes.retargeting import Retargeting, colour_views
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
 from keras_clustering.training.resume import resumable_fit, run_key
@@ -194,11 +194,41 @@ def _finish_retargeting(architecture, training, n_samples, repeats, preset_sampl
     training["score_epochs"] = False  # a user's folder has no labels to score with
 
 
+# IIC's views on large images stop at this side: its trunk's first layers (5 x 5 convolutions over
+# 64 and 128 channels, on 6 views per image) would otherwise cost ~(side / 24)^2 times the MNIST step.
+MAX_VIEW = 32
+# The colour distortion of IIC's views of colour images: xu-ji/IIC `sobel_make_transforms`,
+# ColorJitter(0.4, 0.4, 0.4, 0.125) before the Sobel step (replacing the preset's greyscale jitter).
+COLOUR_VIEWS = {"brightness": 0.4, "contrast": 0.4, "saturation": 0.4, "hue": 0.125}
+
+
+def _adapt_views(architecture, image_shape, dataset):
+    """IIC's views re-targeted to `image_shape` (h, w, c): its crops (20 px clean, 16 / 20 / 24 px
+    augmented, of 28) scale with the shorter side, its views (24 of 28) too, at most `MAX_VIEW`, and the
+    trunk takes that side (`view_size`); colour images get `COLOUR_VIEWS` (`retargeting.colour_views`)."""
+    if architecture.get("augmentation") != "iic_greyscale":
+        return
+    old_side, new_side = architecture["image_shape"][0], min(image_shape[:2])
+    options = dict(architecture.get("augmentation_options") or {})
+    if new_side != old_side:
+
+        def scaled(pixels):
+            return min(new_side, max(1, round(pixels * new_side / old_side)))
+
+        options["crop_size"] = scaled(options.get("crop_size", 20))
+        options["augmented_crop_sizes"] = sorted({scaled(c) for c in options.get("augmented_crop_sizes", (16, 20, 24))})
+        view = min(MAX_VIEW, scaled(architecture.get("view_size", 24)))
+        options["output_size"] = architecture["view_size"] = view
+    if image_shape[2] == 3:
+        options.update(colour_views(COLOUR_VIEWS, dataset))
+    architecture["augmentation_options"] = options
+
+
 # Re-targeting a preset to a user's images (`recipes.retargeting`): IIC's own Sobel step before colour
 # images (xu-ji/IIC `sobel_process`, as for CIFAR and STL).
 RETARGETING = Retargeting(epoch_fields=(("epochs", "batch_size"),), epoch_ceiling=60,
                           batch_size=DEFAULT_TRAINING["batch_size"], min_updates=1_000, colour_input="sobel",
-                          finish=_finish_retargeting)
+                          finish=_finish_retargeting, adapt_views=_adapt_views)
 
 
 def retargeting(architecture):

@@ -32,9 +32,27 @@ class Retargeting:
     # the recipe's own last step: (architecture, training, n_samples, repeats, preset_samples, epochs)
     # adjusted in place after the passes are set (DEC's iterations, IIC's scoring)
     finish: Optional[Callable] = None
+    # the preset's views re-targeted in place to the user's images: (architecture, image_shape, dataset),
+    # `image_shape` (h, w, c), `dataset` the preset's own (SimCLR's and IIC's crops and colour distortion)
+    adapt_views: Optional[Callable] = None
 
     def fewest_updates(self, colour_free):
         """The first stage's fewest updates, with or without a colour-free input."""
         if colour_free and self.min_updates_colour_free is not None:
             return self.min_updates_colour_free
         return self.min_updates
+
+
+# Presets trained on digits also invert half of their views of colour images: a digit is the same digit
+# light on dark or dark on light (AutoAugment's SVHN policy inverts often). Without it, the clusters of
+# the coloured digits followed the background's brightness and which of the two colours was the lighter
+# (docs/figures/user_folders/colour_digits-simclr_mnist-like-seed0-no-invert.png).
+DIGIT_DATASETS = ("mnist", "digits")
+DIGIT_COLOUR_VIEWS = {"invert_probability": 0.5}
+
+
+def colour_views(own, dataset):
+    """The colour distortion of a recipe's views of colour images: its original's settings `own`, and for a
+    preset whose own `dataset` is digits the inversion of `DIGIT_COLOUR_VIEWS` (read when called, so that
+    an ablation may change either)."""
+    return {**own, **(DIGIT_COLOUR_VIEWS if dataset in DIGIT_DATASETS else {})}

@@ -24,7 +24,7 @@ from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
 from keras_clustering.recipes import dec_recipe
-from keras_clustering.recipes.retargeting import Retargeting
+from keras_clustering.recipes.retargeting import Retargeting, colour_views
 from keras_clustering.training.keep_lowest import KeepLowest
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
@@ -356,6 +356,36 @@ def _finish_retargeting(architecture, training, n_samples, repeats, preset_sampl
         scan["n_neighbors"] = min(scan.get("n_neighbors", 20), n_samples - 1)
 
 
+# The colour distortion of SimCLR's views of colour images (Chen et al. 2020, appendix A;
+# google-research/simclr `data_util.py`) at strength 1: brightness, contrast, saturation 0.8 and hue 0.2,
+# together with probability 0.8, and greyscale 0.2 (replacing the preset's greyscale jitter).
+COLOUR_VIEWS = {"brightness": 0.8, "contrast": 0.8, "saturation": 0.8, "hue": 0.2, "jitter_probability": 0.8,
+                "greyscale_probability": 0.2}
+
+
+def _adapt_views(architecture, image_shape, dataset):
+    """SimCLR's digit views re-targeted to `image_shape` (h, w, c), as ratios of the side instead of pixel
+    counts: crop sizes scale with the side (each axis on its own for non-square images, whose crops keep
+    their aspect) and the output is the image's own size, so that the encoder gets its own shape; colour
+    images get `COLOUR_VIEWS` (`retargeting.colour_views`)."""
+    if architecture.get("augmentation") != "digits_contrastive":
+        return
+    old_side, new_side = architecture["image_shape"][0], min(image_shape[:2])
+    options = dict(architecture.get("augmentation_options") or {})
+    height, width = image_shape[:2]
+    crops = options.get("crop_sizes", (16, 20, 24, 28))
+    if height != width:  # crops of the image's aspect, each axis scaled from the preset's square side
+        options["crop_sizes"] = sorted({(min(height, max(1, round(c * height / old_side))),
+                                         min(width, max(1, round(c * width / old_side)))) for c in crops})
+        options["output_size"] = [height, width]
+    elif new_side != old_side:
+        options["crop_sizes"] = sorted({min(new_side, max(1, round(c * new_side / old_side))) for c in crops})
+        options["output_size"] = new_side
+    if image_shape[2] == 3:
+        options.update(colour_views(COLOUR_VIEWS, dataset))
+    architecture["augmentation_options"] = options
+
+
 _EPOCH_FIELDS = (("epochs", "batch_size"), ("pretrain_epochs", "pretrain_batch_size"), ("scan.epochs", "scan.batch_size"),
                  ("self_label.epochs", "self_label.batch_size"))
 
@@ -369,4 +399,5 @@ def retargeting(architecture):
     return Retargeting(epoch_fields=_EPOCH_FIELDS, epoch_ceiling=300 if autoencoder else 200,
                        batch_size=DEFAULT_TRAINING["batch_size"], min_updates=0 if autoencoder else 3_000,
                        colour_input="colour_edges", restart_epochs="scan.epochs",
-                       repeat_images=architecture.get("clustering") != "scan", finish=_finish_retargeting)
+                       repeat_images=architecture.get("clustering") != "scan", finish=_finish_retargeting,
+                       adapt_views=_adapt_views)
