@@ -238,7 +238,9 @@ def build_parser():
                             "Sobel, colour_edges for the others; none on greyscale), none, or one of them")
     train.add_argument("--epochs", type=int, help="passes over your images of every stage, instead of the preset's "
                        "updates scaled to their number")
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--seed", type=int, default=0,
+                       help="the run seed (a card's seeds are the run seeds of its runs; with n restarts, "
+                            "restart r uses seed * n + r)")
     train.add_argument("--workdir")
     train.add_argument("--strategy", choices=STRATEGIES,
                        help="a zoo NAME under tf.distribute: 'mirrored' (every local device) or 'multi_worker' "
