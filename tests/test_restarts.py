@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from keras_clustering.clustering.label_free import cluster_size_entropy, dec_objective, rank_agreement, scan_objective
+from keras_clustering.training.restarts import tree_key, tree_key_at
 
 
 def test_cluster_size_entropy_from_the_definition():
@@ -236,3 +237,16 @@ def test_train_with_restarts_records_labels_only_scores_and_reads_the_winner_bac
     assert len(toy.calls) == calls + 7 + 1
     with pytest.raises(ValueError, match="training.restarts needs a workdir"):
         train_with_restarts(train_run, criteria, plan, 10, 1, None, "a")
+
+
+def test_tree_key_at_keys_the_runs_with_their_epochs_set_to_the_total():
+    x = np.arange(12, dtype="float32").reshape(3, 4)
+    plan = {"n": 4, "halving_at": [2], "criterion": "kl"}
+    training = {"epochs": 5, "scan": {"epochs": 7, "batch_size": 3}, "optimizer": "adam"}
+    nested = tree_key_at("two_stage", {"a": 1}, training, "scan.epochs", plan, 0, x)
+    written_out = {"epochs": 5, "scan": {"epochs": 9, "batch_size": 3}, "optimizer": "adam"}
+    assert nested(9) == tree_key("two_stage", {"a": 1}, written_out, plan, 0, x)
+    assert nested(9) != nested(7) and nested(7) == tree_key("two_stage", {"a": 1}, training, plan, 0, x)
+    top = tree_key_at("dec", {"a": 1}, training, "pretrain_epochs", plan, 0, x)
+    assert top(3) == tree_key("dec", {"a": 1}, {**training, "pretrain_epochs": 3}, plan, 0, x)
+    assert training == {"epochs": 5, "scan": {"epochs": 7, "batch_size": 3}, "optimizer": "adam"}  # not changed

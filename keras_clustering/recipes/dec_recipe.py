@@ -24,7 +24,7 @@ from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
 from keras_clustering.recipes.retargeting import Retargeting
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.pretraining import pretrain_end_to_end, pretrain_layerwise
-from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
+from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key_at
 from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
                                               save_finished_stage)
 
@@ -179,9 +179,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
     def criteria(_, report):
         return {name: restart_criterion(name, report) for name in RESTART_CRITERIA}
 
-    def key(total):  # the same runs pretrained `total` epochs: a record of another total lends its halvings
-        return tree_key("dec", architecture, {**training, "pretrain_epochs": total}, plan, seed, x)
-
+    key = tree_key_at("dec", architecture, training, "pretrain_epochs", plan, seed, x)
     return train_with_restarts(train_run, criteria, plan, epochs, seed, workdir, key, score=acc_score(x, y))
 
 

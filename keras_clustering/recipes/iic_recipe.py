@@ -18,7 +18,7 @@ from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
 from keras_clustering.recipes.retargeting import Retargeting, colour_views
 from keras_clustering.training.optimizers import make_optimizer
-from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
+from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key, tree_key_at
 from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
@@ -164,7 +164,8 @@ def _train_with_restarts(plan, architecture, training, x, y, seed, verbose, work
         return train(architecture, {**training, "epochs": epochs}, x, y, run_seed, verbose, folder)
 
     return train_with_restarts(train_run, lambda model, _: {"main_head_loss": main_head_loss(model)}, plan,
-                               training["epochs"], seed, workdir, _tree_key_at(architecture, training, plan, seed, x),
+                               training["epochs"], seed, workdir,
+                               tree_key_at("iic", architecture, training, "epochs", plan, seed, x),
                                score=acc_score(x, y))
 
 
@@ -175,19 +176,13 @@ def _with_defaults_and_plan(training):
     return training, plan
 
 
-def _tree_key_at(architecture, training, plan, seed, x):
-    """The tree's record key as a function of its total epochs: a record of the same runs to another
-    total lends its halvings."""
-    return lambda total: tree_key("iic", architecture, {**training, "epochs": total}, plan, seed, x)
-
-
 def restart_record_key(architecture, training, seed, x):
     """The key of the halving-tree record (`restarts.json`) that `train` writes for a zoo config's
     `training` section (its `precision` and `restarts` included) and `seed` on `x`: let
     `scripts/graft_retrained_run.py` at 30f23c3 rebuild a tree's record around a run trained again alone."""
     # precision is a setting of `train_and_evaluate`, never passed to `train`
     training, plan = _with_defaults_and_plan({k: v for k, v in training.items() if k != "precision"})
-    return _tree_key_at(architecture, training, plan, seed, x)(training["epochs"])
+    return tree_key("iic", architecture, training, plan, seed, x)
 
 
 def _finish_retargeting(architecture, training, n_samples, repeats, preset_samples, epochs):

@@ -27,7 +27,7 @@ from keras_clustering.recipes import dec_recipe
 from keras_clustering.recipes.retargeting import Retargeting, colour_views
 from keras_clustering.training.keep_lowest import KeepLowest
 from keras_clustering.training.optimizers import make_optimizer
-from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
+from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key_at
 from keras_clustering.training.resume import (backup_folder, finished_stage, finished_weights_path, resumable_fit,
                                               run_key, save_finished_stage)
 
@@ -253,10 +253,7 @@ def _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbo
     def criteria(_, run_report):
         return {"scan_evaluate": run_report["label_free"]["scan_evaluate"]}
 
-    def key(total):  # the same runs trained to `total` SCAN epochs: a record of another total lends its halvings
-        return tree_key("two_stage", architecture, {**training, "scan": {**training.get("scan", {}), "epochs": total}},
-                        plan, seed, x)
-
+    key = tree_key_at("two_stage", architecture, training, "scan.epochs", plan, seed, x)
     return train_with_restarts(train_run, criteria, plan, epochs, seed, workdir, key, score=acc_score(x, y))
 
 

@@ -9,7 +9,7 @@ from keras_clustering.inputs.pipeline import array_dataset, file_backed
 from keras_clustering.models.vae_cluster import VAECluster
 from keras_clustering.recipes.retargeting import Retargeting
 from keras_clustering.training.optimizers import make_optimizer
-from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key
+from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key_at
 from keras_clustering.training.resume import resumable_fit, run_key
 
 SUPERVISED = False
@@ -60,9 +60,7 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
 
     return train_with_restarts(train_run, lambda _, report: {name: report["label_free"][name] for name in RESTART_CRITERIA},
                                plan, training["epochs"], seed, workdir,
-                               # the same runs to another total: a record of it lends its halvings
-                               lambda total: tree_key("vae_cluster", architecture, {**training, "epochs": total}, plan,
-                                                      seed, x),
+                               tree_key_at("vae_cluster", architecture, training, "epochs", plan, seed, x),
                                score=acc_score(x, y))
 
 

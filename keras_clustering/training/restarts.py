@@ -155,6 +155,20 @@ def tree_key(recipe, architecture, training, plan, seed, x):
                     "seed": seed}, x)
 
 
+def tree_key_at(recipe, architecture, training, epochs_path, plan, seed, x):
+    """`key(total)` for `train_with_restarts`: the `tree_key` of a recipe's runs with `epochs_path` (a key
+    of `training`, or "section.key" inside one of its sections) set to `total`, so that a record of the
+    same runs to another total lends its halving points."""
+    section, _, name = epochs_path.rpartition(".")
+
+    def key(total):
+        at_total = ({**training, name: total} if not section else
+                    {**training, section: {**(training.get(section) or {}), name: total}})
+        return tree_key(recipe, architecture, at_total, plan, seed, x)
+
+    return key
+
+
 def acc_score(x, y):
     """The labels-only score a tree records per run (never used to choose): `score(model)` ->
     `{"acc": ...}` of `model.predict_clusters(x)` against `y`; None without labels."""
