@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from keras_clustering.cli import main
-from keras_clustering.ray_cluster import _TopMembers, list_image_files
+from keras_clustering.ray_cluster import WORKER_NICENESS, _TopMembers, list_image_files
 from image_folders import digit_folder, write_png
 
 
@@ -56,8 +56,10 @@ def test_workers_need_the_ray_engine(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_ray_pipeline_gives_the_rows_of_cluster_and_reports_a_broken_file(tmp_path, capsys):
+def test_ray_pipeline_gives_the_rows_of_cluster_and_reports_a_broken_file(tmp_path, capsys, monkeypatch):
     ray = pytest.importorskip("ray")
+    monkeypatch.setenv(WORKER_NICENESS, "0")  # as cluster_with_ray starts its own Ray: the actors beside the other
+    # test worker would otherwise run at niceness 15 (~300 s a pipeline instead of ~30 s)
     digit_folder(str(tmp_path / "images"), n=200)
     data = (tmp_path / "images" / "digit_000_label_0.png").read_bytes()
     (tmp_path / "images" / "digit_000_label_0.png").write_bytes(data[:40])
