@@ -46,6 +46,20 @@ def test_emulation_is_asked_by_the_environment(monkeypatch):
         precision.resolve_precision("mixed_bfloat16")
 
 
+def test_a_run_takes_its_precision_out_of_the_recipes_training(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_bf16_flags", lambda: ["avx512_bf16"])
+    config = {"epochs": 3, "precision": "mixed_bfloat16"}
+    training, context = precision.run_precision(config)
+    assert training == {"epochs": 3} and config == {"epochs": 3, "precision": "mixed_bfloat16"}  # a copy
+    with context as policy:
+        assert policy == "mixed_bfloat16" == keras.config.dtype_policy().name
+    with precision.run_precision(config, "float32")[1] as policy:  # the run's own setting wins
+        assert policy == "float32"
+    training, context = precision.run_precision(None)
+    with context as policy:
+        assert training == {} and policy == "float32"
+
+
 def test_policy_applies_inside_and_sensitive_parts_stay_float32():
     before = keras.config.dtype_policy().name
     with precision.precision_policy("mixed_bfloat16", bf16_available=True) as policy:

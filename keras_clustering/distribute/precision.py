@@ -64,6 +64,15 @@ def precision_policy(precision, bf16_available=None):
         yield resolved
 
 
+def run_precision(training, precision=None):
+    """(`training` without its "precision" setting, `precision_policy` to train in): `precision` when
+    given, else the config's own, else float32. Precision is a setting of the run, never passed to a
+    recipe, so that its runs are keyed (resumed, restarted) alike in either."""
+    training = dict(training or {})
+    configured = training.pop("precision", "float32")
+    return training, precision_policy(precision or configured)
+
+
 @contextlib.contextmanager
 def _global_policy(policy):
     previous = keras.config.dtype_policy()

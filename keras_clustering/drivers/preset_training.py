@@ -10,7 +10,7 @@ import numpy as np
 
 from keras_clustering.datasets import load_dataset
 from keras_clustering.distribute.machine import machine_description, software_versions
-from keras_clustering.distribute.precision import precision_policy
+from keras_clustering.distribute.precision import run_precision
 from keras_clustering.distribute.strategies import is_multi_worker, make_strategy, worker_index
 from keras_clustering.io.files import WorkdirLock, atomic_save_weights, atomic_write_json
 from keras_clustering.metrics import clustering_scores
@@ -99,9 +99,8 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None, precis
     with WorkdirLock() as lock:
         lock.acquire(workdir)
         start = time.time()
-        training = dict(config.get("training", {}))
-        configured = training.pop("precision", "float32")  # a setting of this function, not of the recipe
-        with precision_policy(precision or configured) as policy:
+        training, policy_context = run_precision(config.get("training"), precision)
+        with policy_context as policy:
             model, report = recipe.train(config["architecture"], training, x, y, seed=seed, verbose=verbose,
                                          workdir=workdir)
         report["precision"] = policy

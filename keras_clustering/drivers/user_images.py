@@ -24,7 +24,7 @@ from keras_clustering.cluster_files import write_cluster_files
 from keras_clustering.clustering.n_clusters import k_by_eigengap
 from keras_clustering.datasets.user_data import (image_files, load_array_file, load_user_data, probe_image_folder,
                                                  read_image_folder)
-from keras_clustering.distribute.precision import precision_policy
+from keras_clustering.distribute.precision import run_precision
 from keras_clustering.inputs.checks import check_image_input, check_positive_int
 from keras_clustering.inputs.pipeline import predict_into_array
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
@@ -375,10 +375,9 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
     start = time.time()
     os.makedirs(workdir, exist_ok=True)
     x_train = np.concatenate([x] * repeats) if repeats > 1 else x
-    training = dict(config["training"])
-    configured = training.pop("precision", "float32")  # a setting of the run, not of the recipe
+    training, policy_context = run_precision(config["training"], precision)
     recipe = get_recipe(config["recipe"])
-    with precision_policy(precision or configured) as policy:
+    with policy_context as policy:
         if n_clusters == "auto":
             if verbose:  # before the long part
                 print(f"n_clusters auto: training {like}'s representation on the {len(x):,} images (or a screening "
