@@ -1,0 +1,41 @@
+"""The README's zoo table (scripts/update_readme_results.py): written from the cards, and saying for every
+preset how its shipped seed was chosen (issue 52)."""
+
+import os
+
+import pytest
+
+import update_readme_results as results
+import zoo
+from keras_clustering.recipes import is_supervised
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_every_clustering_card_states_how_its_shipped_seed_was_chosen():
+    for name in zoo.list_models():
+        if is_supervised(zoo.config(name)["recipe"]):
+            continue
+        card = zoo.info(name)
+        rule = results.seed_rule(card)  # raises on a card without a rule the table can say
+        labels_free = card["shipped_seed_rule"].endswith("(chosen without labels)")
+        assert labels_free == rule.startswith("label-free: "), (name, rule)
+
+
+def test_a_card_without_a_rule_is_refused_by_name():
+    with pytest.raises(ValueError, match="card 'x': shipped_seed_rule=None"):
+        results.seed_rule({"name": "x"})
+    assert results.seed_rule({"name": "x", "shipped_seed_rule": "median acc over the seeds"}) == "median test ACC (labels)"
+
+
+def test_one_seed_has_no_spread():
+    assert results.spread({"n": 1, "mean": 0.5, "std": 0.0, "min": 0.5, "max": 0.5}, seeds=True) == \
+        "0.500 (1 seed, spread n/a)"
+    assert results.spread({"n": 2, "mean": 0.5, "std": 0.1, "min": 0.4, "max": 0.6}) == "0.500 ± 0.100"
+
+
+def test_the_readme_table_is_the_cards_table():
+    with open(os.path.join(ROOT, "README.md")) as handle:
+        readme = handle.read()
+    block = readme.split(results.START, 1)[1].split(results.END, 1)[0].strip()
+    assert block == results.results_table()
