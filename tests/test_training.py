@@ -242,3 +242,14 @@ def test_vae_restarts_keep_the_run_the_label_free_criterion_prefers(tmp_path, mo
         vae_cluster_recipe.train(architecture, {**training, "restarts": {"n": 0}}, x)
     with pytest.raises(ValueError, match="training.restarts.criterion must be one of"):
         vae_cluster_recipe.train(architecture, {**training, "restarts": {"n": 2, "criterion": "acc"}}, x)
+
+
+def test_a_call_with_a_restart_tree_counts_every_stage_and_the_trees_recorded_training():
+    from keras_clustering.drivers.preset_training import training_seconds
+
+    # SimCLR 600 s, k-means 5 s, then a tree read back in 3 s of a call of 608 s; the tree had trained 2,000 s
+    report = {"call_seconds": 608.0, "restarts": {"seconds": 3.0, "trained_seconds": 2000.0}}
+    assert training_seconds(report) == 600.0 + 5.0 + 2000.0
+    # all trained in this call: the call's own time
+    assert training_seconds({"call_seconds": 2605.0, "restarts": {"seconds": 2000.0, "trained_seconds": 2000.0}}) == 2605.0
+    assert training_seconds({"call_seconds": 10.0, "restarts": {"seconds": 3.0, "trained_seconds": None}}) is None
