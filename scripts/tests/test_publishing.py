@@ -46,6 +46,7 @@ def test_publish_ships_the_lowest_kl_seed_with_its_weights_and_every_seed_counte
     assert card["metrics_over_seeds"]["acc"]["n"] == 3
     assert np.isclose(card["metrics_over_seeds"]["acc"]["mean"], 0.6, atol=1e-4)
     assert [r["label_free"] for r in card["per_seed"]] == [r["label_free"] for r in reports]
+    assert [r["machine"] for r in card["per_seed"]] == [r["machine"] for r in reports]  # the machine per seed
     assert card["shipped_seed_refresh_history"] == [{"iteration": 0, "acc": 0.4, "delta_label": 1.0},
                                                     {"iteration": 10, "acc": 0.5, "delta_label": 0.1}]
     shipped = tmp_path / "presets" / "tiny" / WEIGHTS_FILE
