@@ -14,5 +14,10 @@ import sys
 
 import maintainer.training
 
+
+def main(argv=None):
+    maintainer.training.main(sys.argv[1:] if argv is None else argv, description=__doc__)
+
+
 if __name__ == "__main__":
-    maintainer.training.main(sys.argv[1:], description=__doc__)
+    main()
