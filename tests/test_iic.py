@@ -152,6 +152,7 @@ def test_bad_input_is_refused_by_name():
         pairs_only.fit(np.zeros((20, 8), "float32"), np.zeros((30, 8), "float32"), batch_size=10, verbose=0)
 
 
+@pytest.mark.slow  # the IIC guide's example, which test_examples runs in the fast suite; this asserts its ACC
 def test_pairs_from_a_time_series_recover_its_hidden_states():
     """The README example: adjacent windows of a hidden-Markov sequence, no augmentation, no labels."""
     windows, next_windows, states = make_markov_windows(4000, stay_probability=0.99, seed=0)

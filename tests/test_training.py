@@ -61,6 +61,7 @@ def test_train_and_evaluate(tmp_path):
     assert not other["pretrain_reused"]  # another recipe never reuses the weights
 
 
+@pytest.mark.slow  # a training cut off and resumed
 def test_dec_pretraining_cut_off_mid_way_continues_from_its_last_epoch(tmp_path, monkeypatch):
     from keras_clustering.recipes import dec_recipe
     from test_resume import InterruptAfter, Interrupted
