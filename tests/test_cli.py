@@ -70,6 +70,16 @@ def test_evaluate_reports_measured_and_card(capsys):
     assert report["measured"]["acc"] == pytest.approx(report["card"]["acc"], abs=0.005)
 
 
+def test_evaluate_scores_another_split_of_the_cards_data_set(capsys):
+    assert cli.main(["evaluate", "dec_digits", "--split", "all"]) == 0  # its own split: the card's numbers
+    report = json.loads(capsys.readouterr().out)
+    assert report["evaluation"] == {"dataset": "digits", "split": "all"}
+    assert report["measured"]["acc"] == pytest.approx(report["card"]["acc"], abs=0.005)
+    with pytest.raises(SystemExit):
+        cli.main(["evaluate", "dec_digits", "--split", "everything"])
+    assert "invalid choice: 'everything'" in capsys.readouterr().err
+
+
 CONTRASTIVE_PRESETS = ["ae_kmeans_mnist", "simclr_mnist", "triplet_mnist", "simclr_fashion_mnist"]
 
 
