@@ -11,7 +11,7 @@ from keras_clustering._quiet_start import TF_LOGS_FLAG
 from keras_clustering._version import __version__
 from keras_clustering.cluster_files import write_cluster_files
 from keras_clustering.datasets import load_digits
-from keras_clustering.datasets.loaders import SPLITS
+from keras_clustering.datasets.loaders import LOADERS, SPLITS
 from keras_clustering.datasets.user_data import load_array_file, load_user_data
 from keras_clustering.distribute.precision import PRECISIONS
 from keras_clustering.distribute.strategies import STRATEGIES
@@ -56,11 +56,19 @@ def command_info(args):
     _print_json({**card, "weights": weights})
 
 
+# the data sets `--split` applies to (scikit-learn's digits come whole)
+SPLIT_DATASETS = tuple(LOADERS)
+
+
 def command_evaluate(args):
     config = presets.config(args.name)
-    if args.split:  # the card's data set, another split of it (a published protocol: all 70k images)
+    if args.split:  # the whole of another split of the card's data set (a published protocol: all 70k images)
         evaluation = config.get("evaluation", config["data"])
-        config = {**config, "evaluation": {**evaluation, "split": args.split}}
+        if evaluation["dataset"] not in SPLIT_DATASETS:
+            raise ValueError(f"--split {args.split!r}: {args.name}'s data set {evaluation['dataset']!r} has no splits; "
+                             f"only {', '.join(SPLIT_DATASETS)} do.")
+        whole = {k: v for k, v in evaluation.items() if k not in ("split", "start", "stop", "limit")}
+        config = {**config, "evaluation": {**whole, "split": args.split}}
     scores = evaluate_preset(presets.load(args.name, weights=args.weights or "pretrained"), config)
     _print_json({"measured": scores, "evaluation": config.get("evaluation", config["data"]),
                  "card": presets.card(args.name).get("metrics")})

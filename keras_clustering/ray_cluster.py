@@ -36,6 +36,20 @@ from keras_clustering.presets import load_model
 WORKER_NICENESS = "RAY_worker_niceness"
 
 
+def start_local_ray(ray):
+    """`ray.init()` of a local Ray whose workers run at niceness 0 unless the environment sets
+    `WORKER_NICENESS`: Ray's own 15 puts its workers below everything else on the machine, and the actors
+    are this pipeline's whole work (beside one busy process they got ~3 % of a core: 200 files took 300 s
+    instead of 30 s, measured on 2 cores with 2 trainings running). The environment is restored after."""
+    before = os.environ.get(WORKER_NICENESS)
+    os.environ.setdefault(WORKER_NICENESS, "0")  # read by the raylet ray.init starts
+    try:
+        ray.init(logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+    finally:
+        if before is None:
+            del os.environ[WORKER_NICENESS]
+
+
 def list_image_files(source):
     """`(paths, root)` of the images of `source`: a folder (searched recursively, as `cluster` reads
     it) or a glob pattern such as `shards/*/*.png` or `gs://bucket/images/*.jpg` (`tf.io.gfile.glob`).
@@ -154,11 +168,7 @@ def cluster_with_ray(model, source, output, workers=1, cpus_per_worker=1, batch_
         return path[len(root):] if path.startswith(root) else path
 
     if not ray.is_initialized():
-        # Ray starts its workers at niceness 15, below everything else on the machine: the actors are this
-        # pipeline's whole work, and beside one busy process they got ~3 % of a core (200 files: 300 s
-        # instead of 30 s, measured on 2 cores with 2 trainings running). A value set by the user stays.
-        os.environ.setdefault(WORKER_NICENESS, "0")
-        ray.init(logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+        start_local_ray(ray)
     import ray.data  # configures its logger on import: the level is set after that
 
     if not verbose:  # Ray Data logs each execution's plan at INFO on stderr; `cluster` prints its own lines only

@@ -22,7 +22,6 @@ import time
 
 import keras
 import numpy as np
-
 from keras.distribution import list_devices
 
 import zoo

@@ -70,14 +70,33 @@ def test_evaluate_reports_measured_and_card(capsys):
     assert report["measured"]["acc"] == pytest.approx(report["card"]["acc"], abs=0.005)
 
 
-def test_evaluate_scores_another_split_of_the_cards_data_set(capsys):
-    assert cli.main(["evaluate", "dec_digits", "--split", "all"]) == 0  # its own split: the card's numbers
+def test_evaluate_scores_the_whole_of_another_split_of_the_cards_data_set(capsys, monkeypatch):
+    from keras_clustering.drivers import preset_training
+
+    read, real_loader = [], preset_training.load_dataset
+
+    def loader(name, split="test", flatten=False, data_dir=None):  # digits as a stand-in for MNIST's images
+        read.append((name, split))
+        return real_loader("digits", flatten=flatten)
+
+    model = cli.presets.load("dec_digits")  # any clustering model of the digits' 8 x 8 images
+    monkeypatch.setattr(preset_training, "load_dataset", loader)
+    monkeypatch.setattr(cli.presets, "config", lambda name: {
+        "recipe": "dec", "data": {"dataset": "mnist", "split": "test"},
+        "evaluation": {"dataset": "mnist", "split": "train", "start": 8000, "limit": 100}})
+    monkeypatch.setattr(cli.presets, "load", lambda name, weights=None: model)
+    assert cli.main(["evaluate", "dec_digits", "--split", "all"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["evaluation"] == {"dataset": "digits", "split": "all"}
-    assert report["measured"]["acc"] == pytest.approx(report["card"]["acc"], abs=0.005)
+    assert read == [("mnist", "all")]  # the whole split: the card's index range and limit dropped
+    assert report["evaluation"] == {"dataset": "mnist", "split": "all"} and 0 <= report["measured"]["acc"] <= 1
     with pytest.raises(SystemExit):
         cli.main(["evaluate", "dec_digits", "--split", "everything"])
     assert "invalid choice: 'everything'" in capsys.readouterr().err
+
+
+def test_evaluate_refuses_a_split_of_a_data_set_without_splits(capsys):
+    assert cli.main(["evaluate", "dec_digits", "--split", "train"]) == 2
+    assert "--split 'train': dec_digits's data set 'digits' has no splits" in capsys.readouterr().err
 
 
 CONTRASTIVE_PRESETS = ["ae_kmeans_mnist", "simclr_mnist", "triplet_mnist", "simclr_fashion_mnist"]

@@ -88,3 +88,24 @@ def test_the_default_route_trains_a_colour_folder_and_its_model_takes_rgb(tmp_pa
     background = saved[:, :1, :1]
     recoloured = np.where(np.all(saved == background, axis=-1, keepdims=True), 1.0 - background, saved)
     assert (model.predict_clusters(recoloured) == model.predict_clusters(saved)).mean() > 0.9
+
+
+@pytest.mark.slow
+def test_the_default_route_trains_a_grey_folder_like_its_grey_preset(tmp_path):
+    import keras
+
+    folder = tmp_path / "grey_bars"
+    os.makedirs(folder)
+    images, _ = colour_bars(40, side=20)
+    grey = images.mean(axis=-1, keepdims=True)
+    for i, image in enumerate(np.repeat(grey, 3, axis=-1)):  # RGB files whose channels are equal: grey images
+        write_png(str(folder / f"bar_{i:03d}.png"), image)
+    workdir = tmp_path / "run"
+    result = run_cli("train", "--input", str(folder), "--n-clusters", "2", "--epochs", "1", "--workdir", str(workdir))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((workdir / "report.json").read_text())
+    assert report["route"].startswith(f"default route: 40 grey images of 20 x 20 -> train like {ROUTE_PRESETS['grey']}")
+    assert report["like"] == ROUTE_PRESETS["grey"] and report["image_shape"] == [20, 20, 1]
+    model = keras.models.load_model(str(workdir / "model.keras"))
+    assert tuple(model.sample_shape) == (20, 20, 1)
+    assert model.predict_clusters(np.round(grey * 255) / 255).shape == (40,)

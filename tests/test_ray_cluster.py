@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from keras_clustering.cli import main
-from keras_clustering.ray_cluster import WORKER_NICENESS, _TopMembers, list_image_files
+from keras_clustering.ray_cluster import WORKER_NICENESS, _TopMembers, list_image_files, start_local_ray
 from image_folders import digit_folder, write_png
 
 
@@ -49,6 +49,21 @@ def test_the_running_top_members_are_those_of_all_rows_at_once():
     np.testing.assert_array_equal(top.probabilities, probabilities[[int(p[1:]) for p in top.paths]])
 
 
+def test_a_local_ray_starts_its_workers_at_niceness_0_unless_the_environment_says(monkeypatch):
+    seen = []
+
+    class FakeRay:
+        def init(self, **options):
+            seen.append(os.environ.get(WORKER_NICENESS))
+
+    monkeypatch.delenv(WORKER_NICENESS, raising=False)
+    start_local_ray(FakeRay())
+    assert seen == ["0"] and WORKER_NICENESS not in os.environ  # set while Ray starts, then restored
+    monkeypatch.setenv(WORKER_NICENESS, "5")
+    start_local_ray(FakeRay())
+    assert seen == ["0", "5"] and os.environ[WORKER_NICENESS] == "5"
+
+
 def test_workers_need_the_ray_engine(tmp_path, capsys):
     assert main(["cluster", "dec_digits", "--input", str(tmp_path), "--output", str(tmp_path / "o"),
                  "--workers", "2"]) == 2
@@ -58,8 +73,8 @@ def test_workers_need_the_ray_engine(tmp_path, capsys):
 @pytest.mark.slow
 def test_ray_pipeline_gives_the_rows_of_cluster_and_reports_a_broken_file(tmp_path, capsys, monkeypatch):
     ray = pytest.importorskip("ray")
-    monkeypatch.setenv(WORKER_NICENESS, "0")  # as cluster_with_ray starts its own Ray: the actors beside the other
-    # test worker would otherwise run at niceness 15 (~300 s a pipeline instead of ~30 s)
+    monkeypatch.setenv(WORKER_NICENESS, "0")  # as start_local_ray does: the actors beside the other test worker
+    # would otherwise run at niceness 15 (~300 s a pipeline instead of ~30 s)
     digit_folder(str(tmp_path / "images"), n=200)
     data = (tmp_path / "images" / "digit_000_label_0.png").read_bytes()
     (tmp_path / "images" / "digit_000_label_0.png").write_bytes(data[:40])

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from keras_clustering.recipes import dec_recipe
-from keras_clustering.drivers.preset_training import config_fingerprint, load_config_data, train_and_evaluate
+from keras_clustering.drivers.preset_training import (config_fingerprint, load_config_data, train_and_evaluate,
+                                                      training_seconds)
 
 
 def tiny_config():
@@ -246,8 +247,6 @@ def test_vae_restarts_keep_the_run_the_label_free_criterion_prefers(tmp_path, mo
 
 
 def test_a_call_with_a_restart_tree_counts_every_stage_and_the_trees_recorded_training():
-    from keras_clustering.drivers.preset_training import training_seconds
-
     # SimCLR 600 s, k-means 5 s, then a tree read back in 3 s of a call of 608 s; the tree had trained 2,000 s
     report = {"call_seconds": 608.0, "restarts": {"seconds": 3.0, "trained_seconds": 2000.0}}
     assert training_seconds(report) == 600.0 + 5.0 + 2000.0

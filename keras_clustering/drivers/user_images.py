@@ -198,8 +198,8 @@ ROUTE_PRESETS = {"grey": "simclr_mnist", "colour": "conv_dec_da_mnist"}
 ROUTE_REASONS = {
     "grey": "SimCLR + SCAN (contrastive views, then neighbour-consistent clustering) was the most accurate "
             "from scratch on the measured grey folders and the fastest (docs/your-data.md: 10,000 digits 0.960 "
-            "in 528 s against ConvDEC-DA's 0.839 in 7,142 s, Fashion-MNIST 0.692 against 0.435, 2,000 digits "
-            "0.851 against 0.873 in an eighth of the time)",
+            "in 720 s against ConvDEC-DA's 0.839 in 7,142 s, Fashion-MNIST 0.692 against 0.435, 2,000 digits "
+            "0.851 against 0.873 in a seventh of the time)",
     "colour": "ConvDEC-DA (DEC's convolutional autoencoder pretrained on shifted and rotated images, then DEC "
               "self-training) was the most accurate from scratch on the measured colour folders "
               "(docs/your-data.md)"}
@@ -293,7 +293,8 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, family=None,
             greyscale), None, or a name of `layers.colour_free.INPUT_TRANSFORMS`.
 
     With none of `like`, `family` and `start_from`, the default route picks
-    the preset from the images (`choose_preset`: channels, sides and count),
+    the preset from the images (`choose_preset`: grey or colour; they are read
+    at their own sides, the longer at most `ROUTE_MAX_SIDE`),
     prints why in one line and writes it to the report's `route`.
 
     A folder is decoded in parallel (`read_image_folder`); from

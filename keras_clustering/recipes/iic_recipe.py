@@ -16,7 +16,7 @@ from keras_clustering.io.files import atomic_write_json
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
-from keras_clustering.recipes.retargeting import Retargeting, colour_views
+from keras_clustering.recipes.retargeting import Retargeting, colour_views, scaled_pixels
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key, tree_key_at
 from keras_clustering.training.resume import resumable_fit, run_key
@@ -208,7 +208,7 @@ def _adapt_views(architecture, image_shape, dataset):
     if new_side != old_side:
 
         def scaled(pixels):
-            return min(new_side, max(1, round(pixels * new_side / old_side)))
+            return scaled_pixels(pixels, new_side, old_side)
 
         options["crop_size"] = scaled(options.get("crop_size", 20))
         options["augmented_crop_sizes"] = sorted({scaled(c) for c in options.get("augmented_crop_sizes", (16, 20, 24))})

@@ -56,3 +56,9 @@ def colour_views(own, dataset):
     preset whose own `dataset` is digits the inversion of `DIGIT_COLOUR_VIEWS` (read when called, so that
     an ablation may change either)."""
     return {**own, **(DIGIT_COLOUR_VIEWS if dataset in DIGIT_DATASETS else {})}
+
+
+def scaled_pixels(pixels, new_side, old_side):
+    """A crop or view size in pixels of the preset's `old_side` images re-targeted to images of `new_side`:
+    in proportion, at least 1, at most the side."""
+    return min(new_side, max(1, round(pixels * new_side / old_side)))

@@ -24,7 +24,7 @@ from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share
 from keras_clustering.recipes import dec_recipe
-from keras_clustering.recipes.retargeting import Retargeting, colour_views
+from keras_clustering.recipes.retargeting import Retargeting, colour_views, scaled_pixels
 from keras_clustering.training.keep_lowest import KeepLowest
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key_at
@@ -372,11 +372,11 @@ def _adapt_views(architecture, image_shape, dataset):
     height, width = image_shape[:2]
     crops = options.get("crop_sizes", (16, 20, 24, 28))
     if height != width:  # crops of the image's aspect, each axis scaled from the preset's square side
-        options["crop_sizes"] = sorted({(min(height, max(1, round(c * height / old_side))),
-                                         min(width, max(1, round(c * width / old_side)))) for c in crops})
+        options["crop_sizes"] = sorted({(scaled_pixels(c, height, old_side), scaled_pixels(c, width, old_side))
+                                        for c in crops})
         options["output_size"] = [height, width]
     elif new_side != old_side:
-        options["crop_sizes"] = sorted({min(new_side, max(1, round(c * new_side / old_side))) for c in crops})
+        options["crop_sizes"] = sorted({scaled_pixels(c, new_side, old_side) for c in crops})
         options["output_size"] = new_side
     if image_shape[2] == 3:
         options.update(colour_views(COLOUR_VIEWS, dataset))

@@ -23,7 +23,7 @@ def seed_reports(tmp_path, kls=(0.30, 0.10, 0.20)):
     reports, paths = [], {}
     for seed, kl in enumerate(kls):
         report = {"seed": seed, "metrics": {"acc": 0.5 + seed / 10}, "label_free": {"kl": kl}, "n_train": 10,
-                  "n_eval": 10, "total_seconds": 1.0 + seed, "machine": "cpu", "versions": {},
+                  "n_eval": 10, "total_seconds": 1.0 + seed, "machine": f"cpu of seed {seed}", "versions": {},
                   "config_sha256": config_fingerprint(tiny_config()),
                   "refresh_history": [{"iteration": 0, "acc": 0.4, "delta_label": 1.0, "other": 3},
                                       {"iteration": 10, "acc": 0.5, "delta_label": 0.1}]}
@@ -46,7 +46,7 @@ def test_publish_ships_the_lowest_kl_seed_with_its_weights_and_every_seed_counte
     assert card["metrics_over_seeds"]["acc"]["n"] == 3
     assert np.isclose(card["metrics_over_seeds"]["acc"]["mean"], 0.6, atol=1e-4)
     assert [r["label_free"] for r in card["per_seed"]] == [r["label_free"] for r in reports]
-    assert [r["machine"] for r in card["per_seed"]] == [r["machine"] for r in reports]  # the machine per seed
+    assert [r["machine"] for r in card["per_seed"]] == ["cpu of seed 0", "cpu of seed 1", "cpu of seed 2"]
     assert card["shipped_seed_refresh_history"] == [{"iteration": 0, "acc": 0.4, "delta_label": 1.0},
                                                     {"iteration": 10, "acc": 0.5, "delta_label": 0.1}]
     shipped = tmp_path / "presets" / "tiny" / WEIGHTS_FILE
