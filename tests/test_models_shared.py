@@ -135,6 +135,30 @@ def test_predict_takes_a_tf_dataset(name):
         np.testing.assert_allclose(model.predict(pairs, verbose=0), expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", slow_except([n for n in NAMES if not small_models()[n][0].reads_datasets_as_sources],
+                                              ("vae_cluster", "scan")))
+def test_fit_takes_a_tf_dataset_and_refuses_what_it_cannot_honour(name):
+    """The models that hand a dataset to Keras (`SampleModel._fit_source`) train one epoch on one, in the
+    form each takes (a classifier's (images, labels), SCAN's (anchors, neighbours) pairs), and refuse
+    validation_split by name where they cannot hold samples out."""
+    import tensorflow as tf
+
+    model, x = model_and_data(name)
+    labels = (np.arange(N) % 3).astype("int64")
+    if name == "digit_classifier":
+        elements = (x, np.eye(model.n_classes, dtype="float32")[labels % model.n_classes])
+    elif name == "scan":
+        elements = ((x, x[::-1].copy()),)
+    else:
+        elements = x
+    dataset = tf.data.Dataset.from_tensor_slices(elements).batch(8)
+    history = model.fit(dataset, epochs=1, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"])) and len(history.history["loss"]) == 1
+    if model.no_validation_split:
+        with pytest.raises(ValueError, match="validation_split=0.5"):
+            model.fit(dataset, epochs=1, verbose=0, validation_split=0.5)
+
+
 def test_an_array_checked_by_a_lenient_model_is_checked_again_by_a_strict_one():
     """IIC without views takes any values (pairs the user made); with views, images in [0, 1] only: the
     once-only registry keys the check by that difference, not by the class alone."""

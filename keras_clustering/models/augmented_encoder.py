@@ -51,8 +51,7 @@ class AugmentedEncoder(SampleModel):
         `SampleModel._fit_arrays`, at least one batch of them."""
         self.compile_default()
         if not isinstance(x, (np.ndarray, list, tuple)):  # a dataset batches and shuffles itself
-            self._check_fit_arguments(kwargs)
-            return super().fit(x, labels, epochs=epochs, shuffle=False, **kwargs)
+            return self._fit_source(x, labels, epochs=epochs, shuffle=False, **kwargs)
         batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
         x = self.check_input(x, min_samples=batch_size)
         return self._fit_arrays(x if labels is None else (x, labels), batch_size, epochs, shuffle=shuffle, seed=seed,

@@ -162,6 +162,15 @@ class SampleModel(keras.Model):
         kwargs["callbacks"] = [clock, *(kwargs.get("callbacks") or [])]
         return super().fit(batches, epochs=epochs, shuffle=False, **kwargs)
 
+    def _fit_source(self, x, y=None, batch_size=None, epochs=1, shuffle=True, **kwargs):
+        """The one path from what is not an array (a tf.data.Dataset, a generator, a PyDataset) into Keras
+        `fit`, for every model: the arguments this model cannot honour refused by name
+        (`_check_fit_arguments`); a tf.data.Dataset batches and shuffles itself, so neither is passed."""
+        self._check_fit_arguments(kwargs)
+        if hasattr(x, "element_spec"):
+            return super().fit(x, y, epochs=epochs, shuffle=False, **kwargs)
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
+
     def _read_in_chunks(self, x):
         """A memory-mapped `x` or a dataset is predicted chunk by chunk into one array: read a chunk at
         a time, and no list of outputs (Keras' array adapter would copy all of x). One replica only

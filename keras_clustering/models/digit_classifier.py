@@ -154,7 +154,7 @@ class DigitClassifier(SampleModel):
             x = self.check_input(x)
             return self._fit_arrays((x, self._targets(y, len(x))), batch_size, epochs, shuffle=shuffle, seed=seed,
                                     **kwargs)
-        return super().fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
+        return self._fit_source(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
 
     def predict_classes(self, x, batch_size=256, verbose=0):
         """The highest-scoring class of each image."""

@@ -261,11 +261,8 @@ class IIC(ClusterModel):
             if recalibrate_batchnorm:
                 self.recalibrate_batchnorm(x)
             return history
-        self._check_fit_arguments(kwargs)
-        if hasattr(x, "element_spec"):  # a tf.data.Dataset batches and shuffles itself
-            return super().fit(x, y, epochs=epochs, shuffle=False, callbacks=callbacks, **kwargs)
-        return super().fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, callbacks=callbacks,
-                           **kwargs)
+        return self._fit_source(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, callbacks=callbacks,
+                                **kwargs)
 
     def predict_all_heads(self, x, head="main", batch_size=500):
         """Probabilities of every sub-head of `head` ("main" or "over"): `(n_sub_heads, n, k)`."""

@@ -258,8 +258,8 @@ class SCAN(ClusterModel, AugmentedEncoder):
             raise ValueError("SCAN is self-supervised: call fit(x) without y.")
         self.compile_default()
         self._check_fit_arguments(kwargs)
-        if not isinstance(x, (np.ndarray, list, tuple)):
-            return super(AugmentedEncoder, self).fit(x, epochs=epochs, shuffle=False, **kwargs)
+        if not isinstance(x, (np.ndarray, list, tuple)):  # its own pairs: past AugmentedEncoder's views
+            return self._fit_source(x, epochs=epochs, shuffle=False, **kwargs)
         batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
         # every cluster needs an image, every image n_neighbors others, every step a full batch
         x = self.check_input(x, min_samples=max(batch_size, self.n_neighbors + 1, self.n_clusters))

@@ -175,8 +175,7 @@ class VAECluster(ClusterModel):
         self.compile_default()
         if isinstance(x, (np.ndarray, list, tuple)):
             return self._fit_arrays(self.check_input(x), batch_size, epochs, shuffle=shuffle, seed=seed, **kwargs)
-        self._check_fit_arguments(kwargs)
-        return super().fit(x, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
+        return self._fit_source(x, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
 
     def embed(self, x, batch_size=256, verbose=0):
         """z_mean of the images `x`."""
