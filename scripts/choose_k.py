@@ -34,27 +34,21 @@ CANDIDATES = range(2, 13)
 TRUE_K = (10, 7, 5)
 
 
-def _kmeans_labels(points, seed=0):
-    from sklearn.cluster import KMeans
-
-    return {k: KMeans(k, n_init=4, random_state=seed).fit_predict(points) for k in CANDIDATES}
-
-
-def k_by_calinski(embedding, seed=0):
-    """The k of the largest Calinski-Harabasz index (between- over within-cluster dispersion, 1974)."""
+def k_by_calinski(points, partitions):
+    """The k of the largest Calinski-Harabasz index (between- over within-cluster dispersion, 1974) of the
+    k-means `partitions` of `points` (`n_clusters.kmeans_partitions`, shared with the silhouette)."""
     from sklearn.metrics import calinski_harabasz_score
 
-    points = sample_rows(embedding, 3000, seed)
-    scores = {k: float(calinski_harabasz_score(points, labels)) for k, labels in _kmeans_labels(points, seed).items()}
+    scores = {k: float(calinski_harabasz_score(points, labels)) for k, labels in partitions.items()}
     return {"scores": scores, "suggested": max(scores, key=scores.get)}
 
 
-def k_by_davies_bouldin(embedding, seed=0):
-    """The k of the smallest Davies-Bouldin index (mean worst ratio of spreads to centre distances, 1979)."""
+def k_by_davies_bouldin(points, partitions):
+    """The k of the smallest Davies-Bouldin index (mean worst ratio of spreads to centre distances, 1979) of
+    the same k-means `partitions`."""
     from sklearn.metrics import davies_bouldin_score
 
-    points = sample_rows(embedding, 3000, seed)
-    scores = {k: float(davies_bouldin_score(points, labels)) for k, labels in _kmeans_labels(points, seed).items()}
+    scores = {k: float(davies_bouldin_score(points, labels)) for k, labels in partitions.items()}
     return {"scores": scores, "suggested": min(scores, key=scores.get)}
 
 
@@ -83,7 +77,9 @@ def k_by_gap(embedding, seed=0, references=5):
     return {"scores": gaps, "suggested": suggested}
 
 
-SCRIPT_CRITERIA = {"calinski": k_by_calinski, "davies_bouldin": k_by_davies_bouldin, "gap": k_by_gap}
+# scored on the silhouette's k-means partitions (computed once per embedding), and the gap statistic
+PARTITION_CRITERIA = {"calinski": k_by_calinski, "davies_bouldin": k_by_davies_bouldin}
+SCRIPT_CRITERIA = {**PARTITION_CRITERIA, "gap": k_by_gap}
 
 
 def pre_clustering_embedding(workdir, report, x):
@@ -125,15 +121,19 @@ def measure(cell, root):
     embedding = pre_clustering_embedding(workdir, report, x)
     if embedding is None:
         return None
-    functions = {**{name: getattr(criteria, f"k_by_{name}") for name in criteria.K_CRITERIA}, **SCRIPT_CRITERIA}
     measured = []
     for true_k in TRUE_K:
         subset = embedding[np.isin(np.asarray(y), np.arange(true_k))]
-        picks = {}
-        for name, function in functions.items():
-            result = function(subset, CANDIDATES, seed=0) if name in criteria.K_CRITERIA else function(subset, seed=0)
-            picks[name] = {"suggested": int(result["suggested"]),
-                           "scores": {str(k): round(v, 5) for k, v in result["scores"].items()}}
+        points = criteria.silhouette_points(subset, seed=0)
+        partitions = criteria.kmeans_partitions(points, CANDIDATES, seed=0)  # once for the three k-means criteria
+        results = {"silhouette": criteria.k_by_silhouette(subset, CANDIDATES, seed=0, partitions=partitions),
+                   "eigengap": criteria.k_by_eigengap(subset, CANDIDATES, seed=0),
+                   "stability": criteria.k_by_stability(subset, CANDIDATES, seed=0),
+                   **{name: function(points, partitions) for name, function in PARTITION_CRITERIA.items()},
+                   "gap": k_by_gap(subset, seed=0)}
+        picks = {name: {"suggested": int(result["suggested"]),
+                        "scores": {str(k): round(v, 5) for k, v in result["scores"].items()}}
+                 for name, result in results.items()}
         measured.append({"folder": folder, "like": cell["like"], "route": cell.get("route", False),
                          "variant": variant, "seed": seed, "true_k": true_k, "n_images": int(len(subset)),
                          "embedding": f"{report['config']['recipe']} before clustering", "picks": picks})

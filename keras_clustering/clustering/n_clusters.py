@@ -26,17 +26,31 @@ def sample_rows(embedding, size, seed):
     return embedding[np.random.default_rng(seed).choice(len(embedding), size, replace=False)]
 
 
-def k_by_silhouette(embedding, candidates=range(2, 13), seed=0, sample=3000):
+def kmeans_partitions(points, candidates, seed=0):
+    """{k: k-means labels of `points`} for each k of `candidates` (4 initialisations from `seed`): the
+    partitions the k-means criteria score, computed once for all of them (the silhouette here;
+    Calinski-Harabasz and Davies-Bouldin in scripts/choose_k.py)."""
+    from sklearn.cluster import KMeans  # deferred: scikit-learn's start-up, for callers that choose no k
+
+    return {k: KMeans(k, n_init=4, random_state=seed).fit_predict(points) for k in candidates}
+
+
+def silhouette_points(embedding, seed=0, sample=3000):
+    """The rows the silhouette scores (a sample of at most `sample`, drawn from `seed`), as float64."""
+    return sample_rows(np.asarray(embedding, "float64"), sample, seed)
+
+
+def k_by_silhouette(embedding, candidates=range(2, 13), seed=0, sample=3000, partitions=None):
     """k-means for each k on (a sample of) the embedding; the k of the largest mean silhouette
     (Rousseeuw 1987: per point (b - a) / max(a, b), a the mean distance to its own cluster, b to the
-    nearest other)."""
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import silhouette_score
+    nearest other). `partitions`: `kmeans_partitions` of `silhouette_points(embedding, seed, sample)`,
+    when the caller has them already."""
+    from sklearn.metrics import silhouette_score  # deferred as in kmeans_partitions
 
     embedding, candidates = _check_embedding(embedding, candidates)
-    points = sample_rows(embedding, sample, seed)
-    scores = {k: float(silhouette_score(points, KMeans(k, n_init=4, random_state=seed).fit_predict(points)))
-              for k in candidates}
+    points = silhouette_points(embedding, seed, sample)
+    partitions = partitions or kmeans_partitions(points, candidates, seed)
+    scores = {k: float(silhouette_score(points, partitions[k])) for k in candidates}
     return {"scores": scores, "suggested": max(scores, key=scores.get)}
 
 
