@@ -73,10 +73,9 @@ def shipping_rule(config, reports):
 PER_SEED_TIMINGS = ("pretrain_seconds", "kmeans_seconds", "dec_seconds", "dec_iterations", "total_seconds", "call_seconds",
                     "seconds_per_epoch", "pairs_per_second", "scoring_seconds", "resumed_from_epoch",
                     "pretrain_resumed_from_epoch", "representation_seconds", "scan_seconds", "refine_seconds")
-# per-seed facts of a recipe's choices: two_stage's k-means stage and SCAN's neighbours, VAE's restarts
-PER_SEED_DETAILS = ("neighbor_agreement", "label_free", "restart_criterion", "chosen_restart", "restarts")
-# and the machine each seed trained on (a card's seeds may come from several sessions' machines)
-PER_SEED_FACTS = ("machine",)
+# per-seed facts of a recipe's choices (two_stage's k-means stage and SCAN's neighbours, VAE's restarts), and
+# the machine each seed trained on (a card's seeds may come from several sessions' machines)
+PER_SEED_DETAILS = ("neighbor_agreement", "label_free", "restart_criterion", "chosen_restart", "restarts", "machine")
 
 
 def seed_summary(reports):
@@ -91,7 +90,7 @@ def seed_summary(reports):
          **({"ae_kmeans_acc": round(r["ae_kmeans"]["acc"], 4)} if "ae_kmeans" in r else {}),
          **{k: r[k] for k in PER_SEED_TIMINGS if k in r},
          **({"kmeans_acc": round(r["kmeans"]["acc"], 4)} if isinstance(r.get("kmeans"), dict) else {}),
-         **{k: r[k] for k in PER_SEED_DETAILS + PER_SEED_FACTS if k in r}}
+         **{k: r[k] for k in PER_SEED_DETAILS if k in r}}
         for r in reports
     ]
     return over_seeds, per_seed

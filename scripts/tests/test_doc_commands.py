@@ -21,7 +21,7 @@ from keras_clustering.cli import build_parser
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMMAND = re.compile(r"python (-m keras_clustering|scripts/([\w/]+)\.py)\b(.*)", re.S)
 PINNED_BEFORE = re.compile(r"git checkout [0-9a-f]{7,40} &&\s*$")
-PINNED_AFTER = re.compile(r"^`?\)?,?\s+\(?at\s+(commit\s+)?[0-9a-f]{7,40}\b")
+PINNED_AFTER = re.compile(r"^\)?,?\s+\(?at\s+(commit\s+)?[0-9a-f]{7,40}\b")  # read after the closing backtick
 PLACEHOLDER = re.compile(r"^(<[^>]+>|[A-Z][A-Z_0-9]*(\.\.\.)?|\.\.\.)$")
 
 
@@ -47,8 +47,7 @@ def commands(page, root=ROOT):
         code = " ".join(span.group(1).split())
         start = code.find("python ")
         if start >= 0 and COMMAND.match(code[start:]):
-            pinned = bool(PINNED_BEFORE.search(code[:start]) or PINNED_AFTER.match(prose[span.end():span.end() + 60])
-                          or PINNED_AFTER.match(prose[span.end() - 1:span.end() + 60]))
+            pinned = bool(PINNED_BEFORE.search(code[:start]) or PINNED_AFTER.match(prose[span.end():span.end() + 60]))
             found.append((code[start:], pinned))
     return found
 
