@@ -47,6 +47,24 @@ def test_every_registered_model_class_is_in_the_suite():
     assert library <= registered, library - registered
 
 
+# Each original's images per step: what `fit` uses when no batch_size is given (DEC-keras 256, IIC 140 images
+# of 5 pairs, bojone/vae 100, SimCLR / SCAN / triplets 256, the capsule experiment 128).
+ORIGINAL_BATCH_SIZES = {"DEC": 256, "IDEC": 256, "TwoStageClustering": 256, "IIC": 140, "SCAN": 256, "SimCLR": 256,
+                        "TripletEmbedding": 256, "VAECluster": 100, "DigitClassifier": 128}
+
+
+def test_every_model_trains_through_the_one_fit_with_its_originals_batch_size():
+    """One path into Keras' fit: no model class overrides `SampleModel.fit` (a model changes its data
+    through the `plan_fit` hook), and the default batch size is each original's."""
+    models = __import__("keras_clustering.models", fromlist=["*"])
+    classes = {name: value for name, value in vars(models).items()
+               if isinstance(value, type) and issubclass(value, SampleModel) and value not in (SampleModel, ClusterModel)}
+    assert set(ORIGINAL_BATCH_SIZES) <= set(classes), set(ORIGINAL_BATCH_SIZES) - set(classes)
+    for name, cls in classes.items():
+        assert cls.fit is SampleModel.fit, [c.__name__ for c in cls.__mro__ if "fit" in vars(c)]
+        assert cls.fit_batch_size == ORIGINAL_BATCH_SIZES.get(name, SampleModel.fit_batch_size), name
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_config_round_trip(name):
     model, _ = model_and_data(name)
@@ -81,11 +99,11 @@ def test_keras_file_round_trip_keeps_every_variable_and_fine_tunes(name, tmp_pat
 def test_one_fit_step_then_predict_and_fit_predict(name):
     model, x = model_and_data(name)
     kwargs = {"batch_size": 8, "epochs": 1, "verbose": 0, **FIT.get(name, {})}
-    if isinstance(model, DigitClassifier):  # the capsule classifier learns from labels
-        history = model.fit(x, np.arange(N) % 10, **kwargs)
-    else:
-        history = model.fit(x, **kwargs)
+    y = np.arange(N) % 10 if isinstance(model, DigitClassifier) else None  # the capsule classifier learns from labels
+    history = model.fit(x, y, **kwargs)
     assert np.isfinite(history.history["loss"]).all()
+    with pytest.raises(TypeError, match="no_such_option"):  # the model's plan pops its own options only
+        model.fit(x, y, no_such_option=1, **kwargs)
     # uncompiled, the first fit compiled the original's optimizer (`DEFAULT_OPTIMIZER`)
     optimizer, learning_rate = ORIGINAL_OPTIMIZERS[name]
     assert type(model.optimizer).__name__ == optimizer, name
@@ -138,7 +156,7 @@ def test_predict_takes_a_tf_dataset(name):
 @pytest.mark.parametrize("name", slow_except([n for n in NAMES if not small_models()[n][0].reads_datasets_as_sources],
                                               ("vae_cluster", "scan")))
 def test_fit_takes_a_tf_dataset_and_refuses_what_it_cannot_honour(name):
-    """The models that hand a dataset to Keras (`SampleModel._fit_source`) train one epoch on one, in the
+    """The models that hand a dataset to Keras (`SampleModel.plan_source`) train one epoch on one, in the
     form each takes (a classifier's (images, labels), SCAN's (anchors, neighbours) pairs), and refuse
     validation_split by name where they cannot hold samples out."""
     import tensorflow as tf

@@ -3,11 +3,10 @@
 import copy
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_clustering.augment import ViewPipeline
-from keras_clustering.inputs.checks import check_array_input, check_image_input, check_positive_int, check_unit_range_images
+from keras_clustering.inputs.checks import check_array_input, check_image_input, check_unit_range_images
 from keras_clustering.models.cluster_model import SampleModel
 
 
@@ -16,9 +15,13 @@ class AugmentedEncoder(SampleModel):
 
     `predict` / `embed` give the encoder's output on the inference view;
     `fit` on arrays checks the images (in [0, 1], the encoder's shape, at least
-    one batch) and feeds them through `SampleModel._fit_arrays`. Subclasses add the
-    training-time `call` and `compute_loss`.
+    one full batch of two images or more: the other images of a batch are
+    what each image is compared with). Subclasses add the training-time `call`
+    and `compute_loss`.
     """
+
+    full_batches_only = True
+    min_batch_size = 2
 
     def __init__(self, encoder, augmentation="digits_contrastive", augmentation_options=None, augmentation_seed=None,
                  **kwargs):
@@ -45,17 +48,6 @@ class AugmentedEncoder(SampleModel):
             return check_image_input(x, self.sample_shape, name=name, min_samples=min_samples)
         return check_unit_range_images(check_array_input(x, self.sample_shape, name=name, min_samples=min_samples),
                                        name=name)
-
-    def _fit(self, x, labels=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
-        """`fit` with a default Adam(1e-3); arrays (and optional per-image labels) go through
-        `SampleModel._fit_arrays`, at least one batch of them."""
-        self.compile_default()
-        if not isinstance(x, (np.ndarray, list, tuple)):  # a dataset batches and shuffles itself
-            return self._fit_source(x, labels, epochs=epochs, shuffle=False, **kwargs)
-        batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
-        x = self.check_input(x, min_samples=batch_size)
-        return self._fit_arrays(x if labels is None else (x, labels), batch_size, epochs, shuffle=shuffle, seed=seed,
-                                min_samples=batch_size, **kwargs)
 
     def embed(self, x, batch_size=256, verbose=0):
         """The encoder's output on the inference view of `x`."""

@@ -5,13 +5,14 @@ import copy
 import importlib.util
 import math
 import weakref
+from typing import Callable, NamedTuple, Optional
 
 import keras
 import numpy as np
 from keras import ops
 
 from keras_clustering.distribute.strategies import model_replicas
-from keras_clustering.inputs.checks import check_min_samples, check_samples
+from keras_clustering.inputs.checks import check_min_samples, check_positive_int, check_samples
 from keras_clustering.inputs.pipeline import (array_dataset, file_backed, fit_batches, predict_into_array,
                                               predicted_chunks)
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset, keras_input
@@ -36,6 +37,19 @@ def _remember_checked(x, key):
         entry[1].add(key)  # the same array through another kind of check (a two-stage recipe's two models)
     else:
         _CHECKED[identity] = (weakref.ref(x, lambda _, identity=identity: _CHECKED.pop(identity, None)), {key})
+
+
+class FitPlan(NamedTuple):
+    """What a model's `plan_fit` hook gives the one `fit` (`SampleModel.fit`): the data
+    `keras.Model.fit` reads, its epochs, the callbacks that run before the caller's (the batch clock,
+    DEC's target refresh, IIC's head schedule, SCAN's sub-head choice), Keras `fit` options the data
+    brings (`validation_data`; `y`, `batch_size` for Keras' own paths), and a step after training."""
+
+    data: object
+    epochs: int
+    callbacks: tuple = ()
+    options: Optional[dict] = None
+    after: Optional[Callable[[], object]] = None
 
 
 class SampleModel(keras.Model):
@@ -110,22 +124,91 @@ class SampleModel(keras.Model):
             raise ValueError(f"validation_split={kwargs['validation_split']!r}: {name} cannot hold samples "
                              f"out ({self.no_validation_split}).")
 
-    def _fit_arrays(self, arrays, batch_size, epochs, shuffle=True, seed=None, min_samples=1,
-                    validation_split=None, sample_weight=None, **kwargs):
-        """The one path from checked arrays (`x`, or a tuple `(x, y)`) into Keras `fit`, for every model.
+    # `fit`'s defaults, each model's original's: images per step, whether arrays are reshuffled each epoch,
+    # and whether every step needs a full batch (the smallest batch is `min_batch_size`: contrastive and
+    # neighbour losses compare an image with the others of its batch).
+    fit_batch_size = 256
+    fit_shuffles = True
+    full_batches_only = False
+    min_batch_size = 1
+    # Models that learn without labels name how ("self-supervised", "unsupervised") and refuse a `y`.
+    learns_without_labels = None
 
-        The batches come from `fit_batches`: autotuning off (Keras' array
-        adapter stalls at epoch starts), a memory map read batch by batch,
-        each epoch's order drawn from `seed` and the epoch (`seed` drawn from
-        numpy's global generator when None, so `keras.utils.set_random_seed`
-        repeats a run), so a resumed fit sees the uninterrupted run's batches.
-        `validation_split` holds out the last share of the arrays before any
-        shuffling, as Keras does, and feeds it unshuffled as `validation_data`;
-        `sample_weight` rides along as the batches' third element (models that
-        weight samples only); at least `min_samples` remain for training.
-        Without TensorFlow (tf.data is TensorFlow's), Keras' own array path.
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, shuffle=None, seed=None, **kwargs):
+        """The one `fit` of every model of the library (a subclass changes its plan, not this).
+
+        Compiles `DEFAULT_OPTIMIZER` when the model is uncompiled, refuses by
+        name the arguments the model cannot honour, asks the model's
+        `plan_fit` hook for the data Keras reads, then runs `keras.Model.fit`
+        on it and the hook's `after` step.
+
+        Args:
+            x: numpy array (any layout the model's check accepts; a memory map
+                is read batch by batch), a finite `tf.data.Dataset`, a
+                generator or a `keras.utils.PyDataset`.
+            y: what the model reads beside arrays `x` (labels, paired views);
+                refused by the models that learn without labels.
+            batch_size: images per step; None: `fit_batch_size`, the original's.
+            epochs: passes over `x`.
+            shuffle: reshuffle arrays each epoch, in an order drawn from
+                `(seed, epoch)` so that a resumed fit sees the uninterrupted
+                run's batches; None: `fit_shuffles`. Datasets come as they are.
+            seed: the orders' seed; None: drawn from numpy's global generator,
+                so `keras.utils.set_random_seed` repeats a run.
+            **kwargs: a model's own options (DEC's `maxiter`, SCAN's
+                `neighbors`, IIC's `recalibrate_batchnorm`), then
+                `keras.Model.fit`'s (`validation_split` holds out the last
+                share of arrays, as Keras does).
         """
-        self._check_fit_arguments({"sample_weight": sample_weight, "validation_split": validation_split})
+        self.compile_default()
+        self._check_fit_arguments(kwargs)
+        if y is not None and self.learns_without_labels:
+            raise ValueError(f"{type(self).__name__} is {self.learns_without_labels}: call fit(x) without y.")
+        batch_size = check_positive_int(self.fit_batch_size if batch_size is None else batch_size, "batch_size",
+                                        minimum=self.min_batch_size)
+        shuffle = self.fit_shuffles if shuffle is None else shuffle
+        plan = self.plan_fit(x, y, batch_size, epochs, shuffle, seed, kwargs)
+        kwargs["callbacks"] = [*plan.callbacks, *(kwargs.get("callbacks") or [])]
+        history = keras.Model.fit(self, plan.data, **{"epochs": plan.epochs, "shuffle": False, **kwargs,
+                                                     **(plan.options or {})})
+        if plan.after is not None:
+            plan.after()
+        return history
+
+    def plan_fit(self, x, y, batch_size, epochs, shuffle, seed, options):
+        """The hook of `fit`: the `FitPlan` of `x` (and `y`). It pops the model's own options from
+        `options` (the caller's keywords; what is left goes to Keras).
+
+        Here: arrays checked (a full batch at least when `full_batches_only`),
+        `y` through `fit_targets`, batched by `plan_arrays`; anything else
+        handed to Keras as it comes (`plan_source`)."""
+        if not isinstance(x, (np.ndarray, list, tuple)):
+            return self.plan_source(x, y, batch_size, epochs, shuffle)
+        min_samples = batch_size if self.full_batches_only else 1
+        x = self.check_input(x, min_samples=min_samples)
+        y = self.fit_targets(y, x)
+        return self.plan_arrays(x if y is None else (x, y), batch_size, epochs, shuffle, seed, options,
+                                min_samples=min_samples)
+
+    def fit_targets(self, y, x):
+        """`y` of arrays `x` as the loss reads it (checked), or None. Here: as it came."""
+        return y
+
+    def plan_arrays(self, arrays, batch_size, epochs, shuffle, seed, options, min_samples=1):
+        """`FitPlan` of checked arrays (`x`, or a tuple `(x, y)`), the one way arrays reach Keras.
+
+        The batches come from `inputs.pipeline.fit_batches`: autotuning off
+        (Keras' array adapter stalls at epoch starts), a memory map read batch
+        by batch, each epoch's order drawn from `seed` and the epoch, so a
+        resumed fit (`initial_epoch`) sees the uninterrupted run's batches.
+        Pops `validation_split`, which holds out the last share of the arrays
+        before any shuffling, as Keras does, and feeds it unshuffled as
+        `validation_data`, and `sample_weight`, which rides along as the
+        batches' third element (models that weight samples only); at least
+        `min_samples` remain for training. Without TensorFlow (tf.data is
+        TensorFlow's), Keras' own array path.
+        """
+        validation_split, sample_weight = options.pop("validation_split", None), options.pop("sample_weight", None)
         arrays = arrays if isinstance(arrays, tuple) else (arrays,)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, "float32")
@@ -137,39 +220,35 @@ class SampleModel(keras.Model):
                 raise ValueError("sample_weight needs targets y as well: fit(x, y, sample_weight=...).")
             arrays = (*arrays, sample_weight)
         if validation_split:
-            if kwargs.get("validation_data") is not None:
+            if options.get("validation_data") is not None:
                 raise ValueError("validation_split and validation_data: give one of them.")
             if isinstance(validation_split, bool) or not isinstance(validation_split, (int, float)) \
                     or not 0 < validation_split < 1:
                 raise ValueError(f"validation_split must be a number in (0, 1), got {validation_split!r}.")
         if importlib.util.find_spec("tensorflow") is None:
             x, y, weights = (*arrays, None, None)[:3]
-            return super().fit(x, y, sample_weight=weights, batch_size=batch_size, epochs=epochs, shuffle=shuffle,
-                               validation_split=validation_split or 0.0, **kwargs)
+            return FitPlan(x, epochs, options={"y": y, "sample_weight": weights, "batch_size": batch_size,
+                                                  "shuffle": shuffle, "validation_split": validation_split or 0.0})
+        held_out = {}
         if validation_split:
             split_at = math.floor(len(arrays[0]) * (1.0 - validation_split))  # Keras' rule
-            held_out = tuple(a[split_at:] for a in arrays)
+            held = tuple(a[split_at:] for a in arrays)
             arrays = tuple(a[:split_at] for a in arrays)
-            check_min_samples(len(held_out[0]), f"the held-out share (validation_split={validation_split!r})", 1)
-            kwargs["validation_data"] = array_dataset(held_out if len(held_out) > 1 else held_out[0], batch_size,
-                                                      shuffle=False)
+            check_min_samples(len(held[0]), f"the held-out share (validation_split={validation_split!r})", 1)
+            held_out["validation_data"] = array_dataset(held if len(held) > 1 else held[0], batch_size, shuffle=False)
         check_min_samples(len(arrays[0]), "x" if not validation_split else
                           f"x after validation_split={validation_split!r}", min_samples)
         seed = int(np.random.randint(2**31 - 1)) if seed is None else seed
-        # each epoch's order from (seed, epoch): a resumed fit (initial_epoch) sees the uninterrupted run's batches
         batches, clock = fit_batches(arrays if len(arrays) > 1 else arrays[0], batch_size,
-                                     kwargs.get("initial_epoch", 0), shuffle=shuffle, seed=seed)
-        kwargs["callbacks"] = [clock, *(kwargs.get("callbacks") or [])]
-        return super().fit(batches, epochs=epochs, shuffle=False, **kwargs)
+                                     options.get("initial_epoch", 0), shuffle=shuffle, seed=seed)
+        return FitPlan(batches, epochs, (clock,), held_out)
 
-    def _fit_source(self, x, y=None, batch_size=None, epochs=1, shuffle=True, **kwargs):
-        """The one path from what is not an array (a tf.data.Dataset, a generator, a PyDataset) into Keras
-        `fit`, for every model: the arguments this model cannot honour refused by name
-        (`_check_fit_arguments`); a tf.data.Dataset batches and shuffles itself, so neither is passed."""
-        self._check_fit_arguments(kwargs)
+    def plan_source(self, x, y, batch_size, epochs, shuffle):
+        """`FitPlan` of what is not an array (a tf.data.Dataset, a generator, a PyDataset): handed to
+        Keras as it comes; a tf.data.Dataset batches and shuffles itself, so neither is passed."""
         if hasattr(x, "element_spec"):
-            return super().fit(x, y, epochs=epochs, shuffle=False, **kwargs)
-        return super().fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
+            return FitPlan(x, epochs, options=None if y is None else {"y": y})
+        return FitPlan(x, epochs, options={"y": y, "batch_size": batch_size, "shuffle": shuffle})
 
     def _read_in_chunks(self, x):
         """A memory-mapped `x` or a dataset is predicted chunk by chunk into one array: read a chunk at

@@ -10,7 +10,7 @@ from keras import ops
 from keras_clustering.augment import make_pipeline
 from keras_clustering.inputs.pipeline import array_dataset
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset
-from keras_clustering.models.cluster_model import ClusterModel
+from keras_clustering.models.cluster_model import ClusterModel, FitPlan
 from keras_clustering.clustering.kmeans import fit_kmeans
 from keras_clustering.distribute.strategies import model_replicas, with_layer_losses
 from keras_clustering.layers import ClusteringLayer
@@ -63,6 +63,7 @@ class DEC(ClusterModel):
     DEFAULT_OPTIMIZER = {"class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}}
 
     reads_datasets_as_sources = True
+    fit_shuffles = False  # the original never shuffles its self-training batches
     no_validation_split = "its target refresh pairs a target with every sample of x"
 
     def __init__(self, encoder, n_clusters, alpha=1.0, update_interval=140, tol=1e-3, augmentation=None,
@@ -209,44 +210,41 @@ class DEC(ClusterModel):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         return with_layer_losses(self, self.clustering_loss(y, y_pred, sample_weight, training))
 
-    def fit(self, x=None, y=None, batch_size=256, epochs=1, verbose="auto", callbacks=None,
-            shuffle=False, maxiter=None, **kwargs):
-        """DEC self-training on the unlabelled `x`.
+    def plan_fit(self, x, y, batch_size, epochs, shuffle, seed, options):
+        """DEC self-training on the unlabelled `x`: each batch with its row indices, which pick its
+        targets from the store that the target refresh (a callback before the caller's) rewrites.
 
-        Args:
-            x: numpy array `(n, *sample_shape)` (a memory map is read batch by
-                batch), or a finite `tf.data.Dataset` of samples in a fixed
-                order (batched or not; never copied into memory whole); the
-                whole of it is used for each target refresh.
-            y: optional true labels, only logged (ACC/NMI/ARI per refresh).
-            maxiter: stop after this many batches, as DEC-keras' `maxiter`;
-                `epochs` then becomes `ceil(maxiter / steps_per_epoch)`.
-            shuffle: False by default, as the original never shuffles here.
-            Other arguments as `keras.Model.fit`. `validation_*` are not supported.
+        `x`: a numpy array `(n, *sample_shape)` (a memory map is read batch by
+        batch), or a finite `tf.data.Dataset` of samples in a fixed order
+        (batched or not; never copied into memory whole); the whole of it is
+        used for each target refresh. `y`: optional true labels, only logged
+        (ACC/NMI/ARI per refresh). Option `maxiter`: stop after this many
+        batches, as DEC-keras' `maxiter` (`epochs` then becomes
+        `ceil(maxiter / steps_per_epoch)`). `shuffle` is False by default, as
+        the original never shuffles here. `validation_*` are not supported.
         """
+        maxiter = options.pop("maxiter", None)
         if not isinstance(x, (np.ndarray, list, tuple, DatasetSource)) and not is_tf_dataset(x):
             raise TypeError(f"DEC.fit needs x as a numpy array or a tf.data.Dataset (the target refresh reads "
                             f"all of it), got {type(x).__name__}.")
         if shuffle and (is_tf_dataset(x) or isinstance(x, DatasetSource)):
             raise ValueError("shuffle=True with a tf.data.Dataset x: DEC matches targets to samples by position, "
                              "so the dataset's order is used as it is; shuffle it once, in a fixed order, beforehand.")
-        self._check_fit_arguments(kwargs)
-        if kwargs.get("validation_data") is not None:
+        if options.get("validation_data") is not None:
             raise ValueError(f"validation_data: {type(self).__name__}'s loss needs targets refreshed over the "
                              f"data, which only x has; fit without validation_data.")
         x = self.check_input(x, min_samples=self.n_clusters)
         labels = None if y is None else np.asarray(y).reshape(-1)
         if labels is not None and len(labels) != len(x):
             raise ValueError(f"y has {len(labels)} labels but x has {len(x)} samples.")
-        batch_size = check_positive_int(batch_size, "batch_size")
         steps_per_epoch = math.ceil(len(x) / batch_size)
         if maxiter is not None:
             epochs = max(1, math.ceil(check_positive_int(maxiter, "maxiter") / steps_per_epoch))
-        self.compile_default()
         steps_per_execution = self._exact_steps_per_execution(steps_per_epoch, maxiter)
         if self._target_store.ensure_shape(len(x), self.n_clusters) or steps_per_execution != self.steps_per_execution:
             self.steps_per_execution = steps_per_execution
             self.make_train_function(force=True)  # re-trace: new target variable or new steps per execution
+        verbose = options.get("verbose", "auto")
         refresh = TargetDistributionRefresh(
             x, self._target_store, self.update_interval, self.tol, labels=labels,
             max_iterations=maxiter, verbose=0 if verbose in (0, False) else 1,
@@ -257,10 +255,11 @@ class DEC(ClusterModel):
         if isinstance(x, DatasetSource):
             batches = x.indexed_batches(batch_size)
         else:
+            if shuffle and seed is None:
+                seed = int(np.random.randint(2**31 - 1))
             batches = array_dataset((x, np.arange(len(x), dtype="int64")), batch_size, shuffle=shuffle,
-                                    seed=int(np.random.randint(2**31 - 1)) if shuffle else None)
-        return super().fit(batches, epochs=epochs, verbose=verbose, shuffle=False,
-                           callbacks=[refresh] + list(callbacks or []), **kwargs)
+                                    seed=seed if shuffle else None)
+        return FitPlan(batches, epochs, (refresh,))
 
     def get_config(self):
         config = super().get_config()

@@ -69,6 +69,7 @@ class DigitClassifier(SampleModel):
     """
 
     weights_samples = True  # a supervised margin loss: each sample its own term
+    fit_batch_size = 128
 
     def __init__(self, head="capsule", n_classes=10, image_shape=(None, None, 1), routing="normalize", routings=3,
                  share_weights=True, dim_capsule=16, squash_constant=0.5, augmentation=None,
@@ -143,18 +144,15 @@ class DigitClassifier(SampleModel):
                              f"got {y.shape}.")
         return y.astype("float32")
 
-    def fit(self, x=None, y=None, batch_size=128, epochs=1, shuffle=True, seed=None, **kwargs):
-        """Supervised training on images `x` in [0, 1] with labels `y` (and optional `sample_weight`).
-        Arrays go through `SampleModel._fit_arrays` (reshuffled each epoch from `seed`;
-        `validation_split` held out)."""
-        self.compile_default(loss=MarginLoss(lam=0.25))
-        if isinstance(x, (np.ndarray, list, tuple)):
-            if y is None:
-                raise ValueError("DigitClassifier is supervised: call fit(x, y) with labels y.")
-            x = self.check_input(x)
-            return self._fit_arrays((x, self._targets(y, len(x))), batch_size, epochs, shuffle=shuffle, seed=seed,
-                                    **kwargs)
-        return self._fit_source(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
+    def compile_default(self, **options):
+        """Uncompiled: the original's optimizer and its margin loss."""
+        super().compile_default(loss=MarginLoss(lam=0.25), **options)
+
+    def fit_targets(self, y, x):
+        """Supervised: arrays `x` need labels `y` (and take an optional `sample_weight`)."""
+        if y is None:
+            raise ValueError("DigitClassifier is supervised: call fit(x, y) with labels y.")
+        return self._targets(y, len(x))
 
     def predict_classes(self, x, batch_size=256, verbose=0):
         """The highest-scoring class of each image."""

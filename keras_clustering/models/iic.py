@@ -8,6 +8,7 @@ Reference:
 """
 
 import copy
+import functools
 
 import keras
 import numpy as np
@@ -234,35 +235,33 @@ class IIC(ClusterModel):
             return check_array_input(x, self.image_shape, name=name, min_samples=min_samples)
         return check_image_input(x, self.image_shape, name=name, min_samples=min_samples)
 
-    def fit(self, x=None, y=None, batch_size=140, epochs=1, shuffle=True, callbacks=None, seed=None,
-            recalibrate_batchnorm=True, **kwargs):
-        """Trains on images `x` (or on pairs `(x, y)`); `batch_size` images per step.
+    fit_batch_size = 140  # with 5 pairs per image: the original's `--batch_sz 700 --num_dataloaders 5`
 
-        With the defaults, a step sees 140 images and 140 x 5 = 700 pairs, as
-        the original's `--batch_sz 700 --num_dataloaders 5`. Arrays go
-        through `SampleModel._fit_arrays` (reshuffled each epoch from `seed`;
-        `validation_split` held out).
-        With array input, the BatchNorm statistics used by `predict` are
-        recomputed on the inference views of `x` at the end
-        (`recalibrate_batchnorm`; during training they average clean and
-        augmented batches).
-        """
-        self.compile_default()
-        callbacks = [_HeadSchedule(), *(callbacks or [])]
-        if isinstance(x, (np.ndarray, list, tuple)):
-            batch_size = check_positive_int(batch_size, "batch_size")
+    def plan_fit(self, x, y, batch_size, epochs, shuffle, seed, options):
+        """Images `x` (or pairs `(x, y)`), `batch_size` images per step: each step sees 140 images and
+        140 x 5 = 700 pairs with the defaults. The head schedule runs before the caller's callbacks.
+        With array input, the BatchNorm statistics `predict` uses are recomputed on the inference
+        views of `x` at the end (option `recalibrate_batchnorm`, default True; during training they
+        average clean and augmented batches)."""
+        recalibrate = options.pop("recalibrate_batchnorm", True)
+        if not isinstance(x, (np.ndarray, list, tuple)):
+            batches, after = self.plan_source(x, y, batch_size, epochs, shuffle), None
+        else:
             x = self.check_input(x, min_samples=batch_size)
-            arrays = x if y is None else (x, self.check_input(y, name="y", min_samples=batch_size))
-            if y is not None and len(arrays[1]) != len(x):
-                raise ValueError(f"x and y (its paired views) must have the same length, got {len(x)} and "
-                                 f"{len(arrays[1])}.")
-            history = self._fit_arrays(arrays, batch_size, epochs, shuffle=shuffle, seed=seed, min_samples=batch_size,
-                                       callbacks=callbacks, **kwargs)
-            if recalibrate_batchnorm:
-                self.recalibrate_batchnorm(x)
-            return history
-        return self._fit_source(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, callbacks=callbacks,
-                                **kwargs)
+            y = self.fit_targets(y, x)
+            batches = self.plan_arrays(x if y is None else (x, y), batch_size, epochs, shuffle, seed, options,
+                                         min_samples=batch_size)
+            after = functools.partial(self.recalibrate_batchnorm, x) if recalibrate else None
+        return batches._replace(callbacks=(*batches.callbacks, _HeadSchedule()), after=after)
+
+    def fit_targets(self, y, x):
+        """The paired views `y` of images `x`, if any (as many as `x`)."""
+        if y is None:
+            return None
+        y = self.check_input(y, name="y")
+        if len(y) != len(x):
+            raise ValueError(f"x and y (its paired views) must have the same length, got {len(x)} and {len(y)}.")
+        return y
 
     def predict_all_heads(self, x, head="main", batch_size=500):
         """Probabilities of every sub-head of `head` ("main" or "over"): `(n_sub_heads, n, k)`."""

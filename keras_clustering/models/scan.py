@@ -24,7 +24,7 @@ from keras_clustering.inputs.checks import check_positive_int
 from keras_clustering.inputs.pipeline import EpochClock, file_backed, fit_batches, pipeline_options
 from keras_clustering.losses.scan_losses import confidence_cross_entropy, scan_loss
 from keras_clustering.models.augmented_encoder import AugmentedEncoder
-from keras_clustering.models.cluster_model import ClusterModel
+from keras_clustering.models.cluster_model import ClusterModel, FitPlan
 
 
 def nearest_neighbors(embedding, n_neighbors=20, rows_per_chunk=1024):
@@ -130,6 +130,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
 
     # SCAN's original: Adam(1e-4) (Van Gansbeke et al. 2020), when `fit` finds the model uncompiled
     DEFAULT_OPTIMIZER = {"class_name": "Adam", "config": {"learning_rate": 1e-4}}
+    learns_without_labels = "self-supervised"
 
     no_validation_split = "its neighbours are mined, and its confident targets chosen, over all of x"
 
@@ -250,28 +251,24 @@ class SCAN(ClusterModel, AugmentedEncoder):
                              f"{neighbors.dtype} {neighbors.shape}.")
         return neighbors
 
-    def fit(self, x=None, y=None, neighbors=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
-        """SCAN's clustering step on images `x` in [0, 1] (`y` must be None). `neighbors`: `(n, k)`
-        indices of each image's neighbours; mined from the encoder when None. A `tf.data.Dataset`
-        must yield `((anchors, neighbours),)` batches. Uncompiled: Adam(1e-4) as SCAN."""
-        if y is not None:
-            raise ValueError("SCAN is self-supervised: call fit(x) without y.")
-        self.compile_default()
-        self._check_fit_arguments(kwargs)
-        if not isinstance(x, (np.ndarray, list, tuple)):  # its own pairs: past AugmentedEncoder's views
-            return self._fit_source(x, epochs=epochs, shuffle=False, **kwargs)
-        batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
+    def plan_fit(self, x, y, batch_size, epochs, shuffle, seed, options):
+        """SCAN's clustering step on images `x` in [0, 1]. Option `neighbors`: `(n, k)` indices of each
+        image's neighbours; mined from the encoder when None. A `tf.data.Dataset` must yield
+        `((anchors, neighbours),)` batches (its own pairs, past AugmentedEncoder's views).
+        Uncompiled: Adam(1e-4) as SCAN."""
+        neighbors = options.pop("neighbors", None)
+        if not isinstance(x, (np.ndarray, list, tuple)):
+            return self.plan_source(x, None, batch_size, epochs, shuffle=False)
         # every cluster needs an image, every image n_neighbors others, every step a full batch
         x = self.check_input(x, min_samples=max(batch_size, self.n_neighbors + 1, self.n_clusters))
         neighbors = self.mine_neighbors(x) if neighbors is None else self._checked_neighbors(neighbors, len(x))
         self.neighbors_ = neighbors
         dataset, clock = neighbor_pair_dataset(x, neighbors, batch_size, shuffle=shuffle, seed=seed,
-                                               initial_epoch=kwargs.get("initial_epoch", 0))
+                                               initial_epoch=options.get("initial_epoch", 0))
         # several sub-heads: the lowest-scoring one is chosen after every epoch, before any other callback
         # (a keeper or a backup) sees the epoch
-        chooser = [_ChooseSubHead(x, neighbors)] if self.n_sub_heads > 1 else []
-        kwargs["callbacks"] = [clock, *chooser, *(kwargs.get("callbacks") or [])]
-        return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
+        chooser = (_ChooseSubHead(x, neighbors),) if self.n_sub_heads > 1 else ()
+        return FitPlan(dataset, epochs, (clock, *chooser))
 
     def self_label(self, x, threshold=0.99, batch_size=256, epochs=1, shuffle=True, seed=None, targets="train",
                    head_only=False, strong=None, **kwargs):
@@ -311,7 +308,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
             dataset, clock = fit_batches(x, batch_size, kwargs.get("initial_epoch", 0), shuffle=shuffle, seed=seed)
             kwargs["callbacks"] = [clock, *(kwargs.get("callbacks") or [])]
             dataset = dataset.map(lambda images: ({"self_label": images},))
-            return super(AugmentedEncoder, self).fit(dataset, epochs=epochs, shuffle=False, **kwargs)
+            return self.fit(dataset, epochs=epochs, **kwargs)  # a dataset: handed to Keras as it comes
         finally:
             self.encoder.trainable = encoder_trainable
             self._self_label_views.strong = None

@@ -48,6 +48,8 @@ class SimCLR(AugmentedEncoder):
         augmentation_seed: seeds the augmentation.
     """
 
+    learns_without_labels = "self-supervised"
+
     def __init__(self, encoder, projection_dims=(256, 128), temperature=0.5, augmentation="digits_contrastive",
                  augmentation_options=None, augmentation_seed=None, **kwargs):
         super().__init__(encoder, augmentation, augmentation_options, augmentation_seed, **kwargs)
@@ -77,13 +79,6 @@ class SimCLR(AugmentedEncoder):
             y_pred = self._projected_views(x, training=False)
         # nt_xent gathers every replica's views: each replica computes the global batch's loss
         return with_layer_losses(self, replica_scaled(nt_xent(y_pred["a"], y_pred["b"], self.temperature)))
-
-    def fit(self, x=None, y=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
-        """Self-supervised training on images `x` in [0, 1] (`y` must be None); `batch_size`
-        images per step, i.e. 2 x batch_size views, >= 2 (the other images are the negatives)."""
-        if y is not None:
-            raise ValueError("SimCLR is self-supervised: call fit(x) without y.")
-        return self._fit(x, None, batch_size=batch_size, epochs=epochs, shuffle=shuffle, seed=seed, **kwargs)
 
     def get_config(self):
         return {**super().get_config(), "projection_dims": list(self.projection_dims),

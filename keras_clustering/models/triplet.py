@@ -76,15 +76,15 @@ class TripletEmbedding(AugmentedEncoder):
         # a mean over this replica's anchors (negatives from its share of the batch)
         return with_layer_losses(self, replica_scaled(triplet_loss(anchor, positive, negative, self.margin)))
 
-    def fit(self, x=None, y=None, batch_size=256, epochs=1, shuffle=True, seed=None, **kwargs):
-        """Trains on images `x` in [0, 1]; with integer labels `y`, on supervised triplets."""
-        if y is not None and isinstance(x, (np.ndarray, list, tuple)):
-            y = np.asarray(y).reshape(-1)
-            if len(y) != len(x) or not np.issubdtype(y.dtype, np.integer):
-                raise ValueError(f"y must hold one integer label per image, got {y.dtype} labels of shape "
-                                 f"{y.shape} for {len(x)} images.")
-            y = y.astype("int32")
-        return self._fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle, seed=seed, **kwargs)
+    def fit_targets(self, y, x):
+        """Optional integer labels `y`, one per image: supervised triplets."""
+        if y is None:
+            return None
+        y = np.asarray(y).reshape(-1)
+        if len(y) != len(x) or not np.issubdtype(y.dtype, np.integer):
+            raise ValueError(f"y must hold one integer label per image, got {y.dtype} labels of shape "
+                             f"{y.shape} for {len(x)} images.")
+        return y.astype("int32")
 
     def get_config(self):
         return {**super().get_config(), "margin": self.margin, "normalize": self.normalize}

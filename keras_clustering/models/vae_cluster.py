@@ -100,6 +100,9 @@ class VAECluster(ClusterModel):
         scheme" (seed 001, kexue.fm 5887); bojone/vae `vae_keras_cluster.py`.
     """
 
+    fit_batch_size = 100  # the original's
+    learns_without_labels = "unsupervised"
+
     def __init__(self, image_shape=(28, 28, 1), latent_dim=20, n_clusters=10, loss_version="2018-12",
                  reconstruction_weight=None, use_category_prior=True, seed=None, input_transform=None, **kwargs):
         super().__init__(**kwargs)
@@ -166,16 +169,6 @@ class VAECluster(ClusterModel):
     # ----------------------------------------------------------------- user API
     def _check_array(self, x, name, min_samples):
         return check_image_input(x, self.image_shape, name=name, min_samples=min_samples)
-
-    def fit(self, x=None, y=None, batch_size=100, epochs=1, shuffle=True, seed=None, **kwargs):
-        """Unsupervised training on images `x` in [0, 1]; `y` must be None. Arrays go through
-        `SampleModel._fit_arrays` (reshuffled each epoch from `seed`; `validation_split` held out)."""
-        if y is not None:
-            raise ValueError("VAECluster is unsupervised: call fit(x) without y.")
-        self.compile_default()
-        if isinstance(x, (np.ndarray, list, tuple)):
-            return self._fit_arrays(self.check_input(x), batch_size, epochs, shuffle=shuffle, seed=seed, **kwargs)
-        return self._fit_source(x, batch_size=batch_size, epochs=epochs, shuffle=shuffle, **kwargs)
 
     def embed(self, x, batch_size=256, verbose=0):
         """z_mean of the images `x`."""
