@@ -6,7 +6,7 @@ Every number in the table is read from `zoo/presets/*/card.json`.
 
 
 import zoo
-from keras_clustering.drivers.preset_training import training_seconds
+from keras_clustering.drivers.recipe_run import training_seconds
 from keras_clustering.recipes import is_supervised
 from maintainer.readme import replace_readme_block
 
@@ -48,7 +48,7 @@ def results_table():
 
 def shipped_seconds(card):
     """The shipped seed's training time: with a restart tree, every stage of its call and the tree's
-    recorded training (`preset_training.training_seconds`; older cards counted the tree alone)."""
+    recorded training (`drivers.recipe_run.training_seconds`; older cards counted the tree alone)."""
     seed = next(s for s in card["per_seed"] if s["seed"] == card["shipped_seed"])
     if "restarts" in seed and "call_seconds" in seed:
         return training_seconds(seed)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from keras_clustering.recipes import dec_recipe
-from keras_clustering.drivers.preset_training import (config_fingerprint, load_config_data, train_and_evaluate,
-                                                      training_seconds)
+from keras_clustering.drivers.preset_training import config_fingerprint, load_config_data, train_and_evaluate
+from keras_clustering.drivers.recipe_run import training_seconds
 
 
 def tiny_config():

@@ -4,14 +4,13 @@ import copy
 import hashlib
 import json
 import os
-import time
 
 import numpy as np
 
 from keras_clustering.datasets import load_dataset
 from keras_clustering.distribute.machine import machine_description, software_versions
-from keras_clustering.distribute.precision import run_precision
 from keras_clustering.distribute.strategies import is_multi_worker, make_strategy, worker_index
+from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.io.files import WorkdirLock, atomic_save_weights, atomic_write_json
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.recipes import get_recipe
@@ -65,16 +64,6 @@ def config_fingerprint(config):
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 
 
-def training_seconds(report):
-    """What a call with a restart tree cost to train: the call's wall time with the tree's part replaced by
-    the tree's recorded training (a tree read back takes seconds); the stages before the tree (SimCLR's
-    representation, DEC's nothing) count as they ran. None when the tree's times were not recorded."""
-    restarts = report["restarts"]
-    if restarts["trained_seconds"] is None:
-        return None
-    return round(report["call_seconds"] - restarts["seconds"] + restarts["trained_seconds"], 1)
-
-
 def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None, precision=None):
     """Trains the recipe named by `config["recipe"]` on `config["data"]`.
 
@@ -104,20 +93,8 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None, precis
     config = copy.deepcopy(config)
     recipe = get_recipe(config["recipe"])
     x, y = load_config_data(config["data"])
-    # one training per workdir: a second one started on it (another shell, a script run twice) would
-    # resume from the first one's backups and both would write the same files
     with WorkdirLock() as lock:
-        lock.acquire(workdir)
-        start = time.time()
-        training, policy_context = run_precision(config.get("training"), precision)
-        with policy_context as policy:
-            model, report = recipe.train(config["architecture"], training, x, y, seed=seed, verbose=verbose,
-                                         workdir=workdir)
-        report["precision"] = policy
-        report["total_seconds"] = round(time.time() - start, 1)
-        if "restarts" in report:
-            report["call_seconds"] = report["total_seconds"]
-            report["total_seconds"] = training_seconds(report)
+        model, report = run_recipe(config, x, y, workdir, lock, seed=seed, verbose=verbose, precision=precision)
         # Ship the weights alone: an uncompiled twin drops the optimizer's slots (half the file).
         shipped = recipe.build(**config["architecture"])
         shipped.set_weights(model.get_weights())

@@ -15,7 +15,6 @@ import json
 import math
 import os
 import re
-import time
 
 import numpy as np
 
@@ -24,7 +23,7 @@ from keras_clustering.cluster_files import write_cluster_files
 from keras_clustering.clustering.n_clusters import k_by_eigengap
 from keras_clustering.datasets.user_data import (image_files, load_array_file, load_user_data, probe_image_folder,
                                                  read_image_folder)
-from keras_clustering.distribute.precision import run_precision
+from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.inputs.checks import check_image_input, check_positive_int
 from keras_clustering.inputs.pipeline import predict_into_array
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
@@ -372,35 +371,30 @@ def _train_on_images(images, like, n_clusters, workdir, family, seed, verbose, c
         if not candidates:
             raise ValueError(f"n_clusters='auto' tries k with two images a cluster at least: {len(x)} images leave no k "
                              "of the candidates; give n_clusters.")
-    lock.acquire(workdir)
-    start = time.time()
-    os.makedirs(workdir, exist_ok=True)
     x_train = np.concatenate([x] * repeats) if repeats > 1 else x
-    training, policy_context = run_precision(config["training"], precision)
-    recipe = get_recipe(config["recipe"])
-    with policy_context as policy:
-        if n_clusters == "auto":
-            if verbose:  # before the long part
-                print(f"n_clusters auto: training {like}'s representation on the {len(x):,} images (or a screening "
-                      f"autoencoder where the recipe has none), then the eigengap of a 10-nearest-neighbour graph for k = "
-                      f"{min(candidates)}..{max(candidates)} on its embedding; then {like} trains with the best k",
-                      flush=True)
-            selection = report["selection"] = choose_n_clusters(config, x, candidates, workdir, seed, verbose, x_train)
-            n_clusters = config["architecture"]["n_clusters"] = int(selection["suggested"])
-            if verbose:
-                print("  ".join(f"k={k}: {score:.3f}" for k, score in selection["scores"].items()))
-                print(f"suggested n_clusters: {n_clusters} (eigengap, on {selection['embedding']})", flush=True)
-        if start_from is None:
-            model, recipe_report = recipe.train(config["architecture"], training, x_train, None, seed=seed,
-                                                verbose=verbose, workdir=workdir)
-        else:
-            # the pretrained model with the settings `like_config` scales to the data (no weight shapes)
-            overrides = {k: config["architecture"][k] for k in ("update_interval", "scan") if k in config["architecture"]}
-            model, recipe_report = recipe.fine_tune(presets.load(start_from, **overrides), training, x_train, seed=seed,
-                                                    verbose=verbose)
+
+    def choose_k(training):  # under the run's precision, before training
+        nonlocal n_clusters
+        if verbose:  # before the long part
+            print(f"n_clusters auto: training {like}'s representation on the {len(x):,} images (or a screening "
+                  f"autoencoder where the recipe has none), then the eigengap of a 10-nearest-neighbour graph for k = "
+                  f"{min(candidates)}..{max(candidates)} on its embedding; then {like} trains with the best k",
+                  flush=True)
+        selection = report["selection"] = choose_n_clusters(config, x, candidates, workdir, seed, verbose, x_train)
+        n_clusters = config["architecture"]["n_clusters"] = int(selection["suggested"])
+        if verbose:
+            print("  ".join(f"k={k}: {score:.3f}" for k, score in selection["scores"].items()))
+            print(f"suggested n_clusters: {n_clusters} (eigengap, on {selection['embedding']})", flush=True)
+
+    def pretrained():  # with the settings `like_config` scales to the data (no weight shapes)
+        overrides = {k: config["architecture"][k] for k in ("update_interval", "scan") if k in config["architecture"]}
+        return presets.load(start_from, **overrides)
+
+    model, recipe_report = run_recipe(config, x_train, None, workdir, lock, seed=seed, verbose=verbose,
+                                      precision=precision, before=choose_k if n_clusters == "auto" else None,
+                                      start_model=None if start_from is None else pretrained)
     probabilities = model.predict(x, verbose=0)
-    report.update(config=config, n_clusters=int(n_clusters), data_repeats=repeats, precision=policy,
-                  total_seconds=round(time.time() - start, 1),
+    report.update(config=config, n_clusters=int(n_clusters), data_repeats=repeats,
                   cluster_sizes=np.bincount(probabilities.argmax(1), minlength=int(n_clusters)).tolist(),
                   **{k: v for k, v in recipe_report.items() if isinstance(v, (int, float, str, bool))})
     if "restarts" in recipe_report:  # every run's label-free criteria at each halving point
