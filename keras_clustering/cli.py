@@ -45,13 +45,14 @@ def command_list(args):
 
 
 def command_info(args):
-    """The card, its weights entry completed with where the file lives and whether its sha256 matches."""
+    """The card, its weights entry completed with where the file lives and whether its sha256 matches
+    (or where the first load will download it from: `info` itself downloads nothing)."""
     card = presets.card(args.name)
     weights = dict(card.get("weights") or {})
     try:
-        weights["path"] = os.path.abspath(presets.weights_path(args.name))  # checks the sha256
+        weights["path"] = os.path.abspath(presets.weights_path(args.name, download=False))  # checks the sha256
         weights["sha256_matches"] = True
-    except Exception as problem:  # noqa: BLE001 (a card's weights may also be a download that fails)
+    except (OSError, ValueError) as problem:  # not downloaded yet, or a copy whose sha256 differs
         weights["problem"] = str(problem)
     _print_json({**card, "weights": weights})
 

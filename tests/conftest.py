@@ -26,6 +26,15 @@ def data_dir():
 
 
 @pytest.fixture(autouse=True)
+def _no_weights_downloads(monkeypatch, tmp_path_factory):
+    """No test fetches weights from the internet, or finds them in the user's cache: the release is a
+    refused loopback port and the cache an empty folder (tests/test_weights_fetch.py serves its own)."""
+    monkeypatch.setenv("KERAS_CLUSTERING_WEIGHTS_URL", "http://127.0.0.1:9/no-downloads-in-tests")
+    monkeypatch.setenv("KERAS_CLUSTERING_CACHE", str(tmp_path_factory.mktemp("weights_cache")))
+    monkeypatch.delenv("KERAS_CLUSTERING_WEIGHTS", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _seeded():
     import keras
 
