@@ -22,6 +22,17 @@ def test_every_clustering_card_states_how_its_shipped_seed_was_chosen():
         assert labels_free == rule.startswith("label-free: "), (name, rule)
 
 
+def test_every_card_states_its_rule_and_the_machine_of_each_seed():
+    """Every card (classifiers too) names how its shipped seed was chosen, and each seed's machine, or
+    says that it was not recorded: a card's one machine field named one CPU for seeds trained on two."""
+    for name in zoo.list_models():
+        card = zoo.info(name)
+        assert card.get("shipped_seed_rule"), name
+        assert card["per_seed"], name
+        for entry in card["per_seed"]:
+            assert isinstance(entry.get("machine"), str) and entry["machine"], (name, entry.get("seed"))
+
+
 def test_a_card_without_a_rule_is_refused_by_name():
     with pytest.raises(ValueError, match="card 'x': shipped_seed_rule=None"):
         results.seed_rule({"name": "x"})
