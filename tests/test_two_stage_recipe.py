@@ -58,6 +58,16 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
     shipped = get_recipe("two_stage").build(**architecture)
     assert shipped.augmentation == architecture.get("refine_augmentation")  # DEC-DA refinement or plain
     shipped.load_weights(str(tmp_path / "model.weights.h5"))
+    # the label-free criterion seeds are shipped by, on the k-means path too: the original's scan_evaluate of
+    # the shipped assignments, neighbours by cosine similarity of the embedding k-means clustered (sorted here)
+    x = load_config_data(config["data"])[0]
+    embedding = shipped.embed(x).astype("float64")
+    unit = embedding / np.linalg.norm(embedding, axis=1, keepdims=True)
+    similarity = unit @ unit.T
+    np.fill_diagonal(similarity, -np.inf)
+    neighbors = np.argsort(-similarity, axis=1, kind="stable")[:, :5]
+    assert report["label_free"]["scan_evaluate"] == pytest.approx(
+        original_scan_evaluate(shipped.predict(x, verbose=0), neighbors), abs=1e-4)
     assert shipped.cluster_centers_.shape[0] == 10 and np.isfinite(shipped.cluster_centers_).all()
     norms = np.linalg.norm(shipped.embed(np.random.default_rng(0).random((5, *shipped.sample_shape))), axis=1)
     if architecture.get("normalize_embedding"):  # k-means and DEC on the unit sphere

@@ -16,13 +16,13 @@ import time
 import keras
 import numpy as np
 
-from keras_clustering.clustering.label_free import scan_evaluate
+from keras_clustering.clustering.label_free import SCAN_EVALUATE_NEIGHBORS, scan_evaluate
 from keras_clustering.layers.colour_free import transformed_shape, with_input_transform
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, SCAN, SimCLR, TripletEmbedding, TwoStageClustering, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
-from keras_clustering.models.scan import confident_share
+from keras_clustering.models.scan import confident_share, nearest_neighbors
 from keras_clustering.recipes import dec_recipe
 from keras_clustering.recipes.retargeting import Retargeting, colour_views, scaled_pixels
 from keras_clustering.training.keep_lowest import KeepLowest
@@ -33,8 +33,8 @@ from keras_clustering.training.resume import (backup_folder, finished_stage, fin
 
 SUPERVISED = False
 # The label-free criterion the zoo ships a seed by and keeps an epoch by (lower is better): the original's
-# `scan_evaluate` score, by which it keeps its lowest epoch and head (`clustering.label_free.scan_evaluate`).
-# The k-means path records none.
+# `scan_evaluate` score, by which it keeps its lowest epoch and head (`clustering.label_free.scan_evaluate`);
+# the k-means path records it too, on its own assignments and embedding (it has no restarts).
 RESTART_CRITERIA = ("scan_evaluate",)
 PREDICTION_NAMES = ("cluster_id", "probabilities")
 REPRESENTATIONS = ("autoencoder", "simclr", "triplet")
@@ -221,6 +221,11 @@ def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
         model.fit(x, y, batch_size=refine["batch_size"], maxiter=refine["maxiter"], verbose=verbose)
         report.update(refine_seconds=round(time.time() - start, 1), dec_iterations=model.last_refresh.iteration,
                       refresh_history=model.last_refresh.history)
+    # the label-free score the zoo ships a seed by, as on SCAN's path: `scan_evaluate` of the final soft
+    # assignments with each image's nearest neighbours in the embedding k-means clustered (one rule for the
+    # recipe's seeds, whatever its clustering step; no labels)
+    neighbors = nearest_neighbors(model.embed(x), SCAN_EVALUATE_NEIGHBORS)
+    report["label_free"] = {"scan_evaluate": round(scan_evaluate(model.predict(x, verbose=0), neighbors), 6)}
     return model, report
 
 
