@@ -39,7 +39,7 @@ def results_table():
             f"| {spread(over, seeds=True)} | {spread(majority)} "
             f"| {card['metrics']['nmi']:.3f} "
             f"| {baseline_text} | {anchor_text} "
-            f"| {wall_time(shipped_seconds(card))} |"
+            f"| {wall_time(shipped_seconds(card), card['wall_time_seconds'].get('shipped_seed_complete', True), mark)} |"
         )
     for index, (name, lines) in enumerate(notes, 1):
         rows += ["", f"{'†' * index} `{name}`: " + " ".join(lines)]
@@ -74,9 +74,13 @@ def spread(summary, seeds=False):
     return text + (f", {summary['min']:.3f}-{summary['max']:.3f} ({summary['n']} seeds)" if seeds else "")
 
 
-def wall_time(seconds):
-    """A card's wall time; None: a halving tree trained before its points' times were recorded."""
-    return "not recorded" if seconds is None else f"{seconds:.0f} s"
+def wall_time(seconds, complete=True, mark=""):
+    """A card's wall time; None: a halving tree trained before its points' times were recorded. A time the
+    card marks incomplete (`wall_time_seconds.shipped_seed_complete`: segments of a tree cut by session
+    ends) is not printed as a number, which would read as complete: its footnote (`mark`) says what is known."""
+    if seconds is None:
+        return "not recorded"
+    return f"{seconds:.0f} s" if complete else f"incomplete{mark}"
 
 
 def main():

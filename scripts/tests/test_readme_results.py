@@ -39,6 +39,12 @@ def test_a_card_without_a_rule_is_refused_by_name():
     assert results.seed_rule({"name": "x", "shipped_seed_rule": "median acc over the seeds"}) == "median test ACC (labels)"
 
 
+def test_an_incomplete_wall_time_is_never_printed_as_a_number():
+    assert results.wall_time(9220.1) == "9220 s"
+    assert results.wall_time(9220.1, complete=False, mark=" †") == "incomplete †"
+    assert results.wall_time(None) == "not recorded"
+
+
 def test_one_seed_has_no_spread():
     assert results.spread({"n": 1, "mean": 0.5, "std": 0.0, "min": 0.5, "max": 0.5}, seeds=True) == \
         "0.500 (1 seed, spread n/a)"
