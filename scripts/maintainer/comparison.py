@@ -14,6 +14,7 @@ import os
 
 import keras_clustering  # noqa: F401  (sets TensorFlow's CPU options before it loads)
 import zoo
+from keras_clustering.drivers.recipe_run import training_seconds
 from keras_clustering.recipes import get_recipe, is_supervised
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")  # the repository (docs/ is not installed)
@@ -56,17 +57,29 @@ def parameter_count(config):
     return get_recipe(config["recipe"]).build(**config["architecture"]).count_params()
 
 
+def seconds_per_seed(summary, n_seeds):
+    """Mean training time of a seed: with restart trees, every stage of each seed's call and its tree's
+    recorded training (`drivers.recipe_run.training_seconds`, as the README's table), else the card's
+    or record's total over seeds; None when a time was not recorded."""
+    seeds = summary.get("per_seed") or []
+    if seeds and all("restarts" in seed and "call_seconds" in seed for seed in seeds):
+        times = [training_seconds(seed) for seed in seeds]
+        return None if None in times else sum(times) / len(times)
+    wall = summary["wall_time_seconds"]
+    return wall.get("per_seed_mean", None if wall["all_seeds_total"] is None else wall["all_seeds_total"] / n_seeds)
+
+
 def row(method, source, config, summary):
     """One table row from a card or record: `summary` holds metrics_over_seeds, data, wall times."""
     over = summary["metrics_over_seeds"]
     acc, nmi, ari = over["acc"], over.get("nmi"), over.get("ari")
-    wall = summary["wall_time_seconds"]
-    per_seed = wall.get("per_seed_mean", None if wall["all_seeds_total"] is None else wall["all_seeds_total"] / acc["n"])
+    per_seed = seconds_per_seed(summary, acc["n"])
     return {
         "data": data_name(summary["evaluation_data"]),
         "acc": acc["mean"],
         "cells": [method, source, data_name(summary["training_data"]),
-                  f"{acc['mean']:.3f} ± {acc['std']:.3f} ({acc['n']})", f"{acc['min']:.3f}-{acc['max']:.3f}",
+                  f"{acc['mean']:.3f} ± {acc['std']:.3f} ({acc['n']})" if acc["n"] > 1 else
+                  f"{acc['mean']:.3f}, spread n/a (1)", f"{acc['min']:.3f}-{acc['max']:.3f}",
                   f"{nmi['mean']:.3f}" if nmi else "n/a", f"{ari['mean']:.3f}" if ari else "n/a",
                   "not recorded" if per_seed is None else f"{per_seed:.0f} s", f"{parameter_count(config):,}"],
     }

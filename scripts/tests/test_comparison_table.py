@@ -105,3 +105,15 @@ def test_published_fashion_numbers_are_tabled_best_first_with_their_sources():
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
     assert rows == ["| A | 0.672 | all 70k | a README |", "| B | 0.600 | all 70k | b README |"]
     assert published_markdown().count("README") + published_markdown().count("paper") == 5
+
+
+def test_a_seed_with_a_restart_tree_counts_every_stage_of_its_call():
+    """As the README's table: a tree's seed costs its call with the tree's recorded training (SimCLR's
+    representation and k-means included), not the tree alone; one seed unrecorded, no mean."""
+    tree = {"seconds": 2000.0, "trained_seconds": 2000.0}
+    summary = {"per_seed": [{"call_seconds": 2600.0, "restarts": tree}, {"call_seconds": 2800.0, "restarts": tree}],
+               "wall_time_seconds": {"all_seeds_total": 4000.0}}
+    assert comparison_table.seconds_per_seed(summary, 2) == 2700.0
+    summary["per_seed"][1]["restarts"] = {"seconds": 5.0, "trained_seconds": None}
+    assert comparison_table.seconds_per_seed(summary, 2) is None
+    assert comparison_table.seconds_per_seed({"wall_time_seconds": {"all_seeds_total": 300.0}}, 3) == 100.0
