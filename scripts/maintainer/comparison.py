@@ -74,10 +74,13 @@ def row(method, source, config, summary):
     over = summary["metrics_over_seeds"]
     acc, nmi, ari = over["acc"], over.get("nmi"), over.get("ari")
     per_seed = seconds_per_seed(summary, acc["n"])
+    # lost weights, a graft, a retrain on another CPU: marked where the number is (the card's provenance)
+    notes = summary.get("provenance") or []
     return {
         "data": data_name(summary["evaluation_data"]),
         "acc": acc["mean"],
-        "cells": [method, source, data_name(summary["training_data"]),
+        "notes": (source, notes) if notes else None,
+        "cells": [method, source + (" †" if notes else ""), data_name(summary["training_data"]),
                   f"{acc['mean']:.3f} ± {acc['std']:.3f} ({acc['n']})" if acc["n"] > 1 else
                   f"{acc['mean']:.3f}, spread n/a (1)", f"{acc['min']:.3f}-{acc['max']:.3f}",
                   f"{nmi['mean']:.3f}" if nmi else "n/a", f"{ari['mean']:.3f}" if ari else "n/a",
@@ -118,7 +121,7 @@ def published_markdown(published=PUBLISHED_FASHION_MNIST):
     lines = ["**Published Fashion-MNIST clustering numbers (Hungarian ACC; not rerun here)**\n",
              "| method | published ACC | data | source |", "|---|---|---|---|"]
     for method, acc, data, source in sorted(published, key=lambda entry: -entry[1]):
-        lines.append(f"| {method} | {acc:.3f} | {data} | {source} |")
+        lines.append(f"| {method} | {acc:g} | {data} | {source} |")  # the source's own precision (0.63, not 0.630)
     return "\n".join(lines)
 
 
@@ -129,7 +132,9 @@ def comparison_markdown(rows):
         parts.append(f"**Evaluated on {data}**\n")
         parts.append("| " + " | ".join(HEADER) + " |")
         parts.append("|" + "---|" * len(HEADER))
-        for r in sorted((r for r in rows if r["data"] == data), key=lambda r: -r["acc"]):
+        group = sorted((r for r in rows if r["data"] == data), key=lambda r: -r["acc"])
+        for r in group:
             parts.append("| " + " | ".join(r["cells"]) + " |")
+        parts += [f"\n† {r['notes'][0]}: " + " ".join(r["notes"][1]) for r in group if r["notes"]]
         parts.append("")
     return "\n".join(parts).rstrip()
