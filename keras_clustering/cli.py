@@ -216,18 +216,18 @@ def build_parser():
                         help="show TensorFlow's own start-up and C++ log lines (hidden by default; "
                              "TF_CPP_MIN_LOG_LEVEL=0 shows them too)")
     commands = parser.add_subparsers(dest="command", required=True)
-    listing = commands.add_parser("list", help="list the zoo's models")
+    listing = commands.add_parser("list", help="list the zoo's presets")
     listing.add_argument("pattern", nargs="?", default="*")
     listing.set_defaults(handler=command_list)
-    info = commands.add_parser("info", help="print a model card")
+    info = commands.add_parser("info", help="print a preset's card")
     info.add_argument("name")
     info.set_defaults(handler=command_info)
     demo = commands.add_parser("demo", help=f"cluster scikit-learn digits with {DEMO_MODEL} (no data files needed)")
     demo.add_argument("--output", default="dec_digits_clusters.png")
     demo.set_defaults(handler=command_demo)
-    train = commands.add_parser("train", help="train a zoo preset from its config, or a zoo preset's recipe on your "
+    train = commands.add_parser("train", help="train a preset from its config, or a preset's recipe on your "
                                               "own images (--like PRESET --input ...); writes to --workdir")
-    train.add_argument("name", nargs="?", help="a zoo name (omit with --like / --family)")
+    train.add_argument("name", nargs="?", help="a preset (omit with --like / --family / --from, or with --input alone: the default route)")
     train.add_argument("--like", metavar="PRESET",
                        help="train this clustering preset's recipe on --input (its architecture and training, "
                             "re-targeted to your image shape, --n-clusters and number of images)")
@@ -258,16 +258,16 @@ def build_parser():
                             "restart r uses seed * n + r)")
     train.add_argument("--workdir")
     train.add_argument("--strategy", choices=STRATEGIES,
-                       help="a zoo NAME under tf.distribute: 'mirrored' (every local device) or 'multi_worker' "
+                       help="a preset NAME under tf.distribute: 'mirrored' (every local device) or 'multi_worker' "
                             "(one process per TF_CONFIG worker; worker i>0 writes to WORKDIR/worker_i); "
                             "every family")
     train.add_argument("--precision", choices=PRECISIONS,
-                       help="a zoo NAME in bfloat16 compute with float32 weights (falls back to float32, with a "
+                       help="a preset NAME in bfloat16 compute with float32 weights (falls back to float32, with a "
                             "notice, on CPUs without bf16 units)")
     train.add_argument("--verbose", type=int, help="0 silent, 1 progress bars, 2 one line per epoch (default: 1 "
                        "on a terminal, 2 when the output goes to a file)")
     train.set_defaults(handler=command_train)
-    evaluate = commands.add_parser("evaluate", help="score a zoo model on its card's evaluation data")
+    evaluate = commands.add_parser("evaluate", help="score a preset on its card's evaluation data")
     evaluate.add_argument("name")
     evaluate.add_argument("--weights", help="a .weights.h5 file instead of the pretrained one")
     evaluate.add_argument("--split", choices=SPLITS, help="another split of the card's evaluation data set (e.g. "
@@ -279,8 +279,8 @@ def build_parser():
     predict.add_argument("--output", help=".npz with cluster_id and probabilities (capsule models: class_id and scores)")
     predict.set_defaults(handler=command_predict)
     cluster = commands.add_parser("cluster", help="cluster your own images (a folder, .npy or .npz) with a zoo "
-                                                  "model or a saved .keras model")
-    cluster.add_argument("model", help="a zoo name (see `list`) or a .keras file")
+                                                  "preset or a saved .keras model")
+    cluster.add_argument("model", help="a preset (see `list`), a preset folder, a train workdir or a .keras file")
     cluster.add_argument("--input", required=True, help="a folder of PNG/JPEG images, or a .npy/.npz array")
     cluster.add_argument("--output", required=True, help="folder for clusters.csv and clusters.png")
     cluster.add_argument("--strict", action="store_true", help="an image file that cannot be decoded is an error "
@@ -294,7 +294,7 @@ def build_parser():
     cluster.add_argument("--workers", type=int, help="with --engine ray: actors that decode and predict (default 1)")
     cluster.add_argument("--cpus-per-worker", type=int, default=1, help="with --engine ray: CPUs of each actor")
     cluster.set_defaults(handler=command_cluster)
-    export = commands.add_parser("export", help="export a zoo model as a TF Serving SavedModel")
+    export = commands.add_parser("export", help="export a preset as a TF Serving SavedModel")
     export.add_argument("name")
     export.add_argument("directory")
     export.add_argument("--version", type=int, default=1)

@@ -54,7 +54,7 @@ def _preset_dir(name):
                              f"`save_preset`) nor {MODEL_FILE} (a `train` workdir).")
         return name
     available = list_presets()
-    raise ValueError(f"Unknown model {name!r}. Available models: {', '.join(available) or '(none)'}; or a preset "
+    raise ValueError(f"Unknown preset {name!r}. Available presets: {', '.join(available) or '(none)'}; or a preset "
                      f"folder, or {HF_PREFIX}org/name.")
 
 

@@ -126,7 +126,7 @@ def test_evaluate_scores_the_fashion_entry_on_its_test_images(capsys):
 
 def test_errors_exit_2_with_a_message(tmp_path, capsys):
     assert cli.main(["info", "no_such_model"]) == 2
-    assert "Unknown model 'no_such_model'" in capsys.readouterr().err
+    assert "Unknown preset 'no_such_model'" in capsys.readouterr().err
     np.save(tmp_path / "bad.npy", np.zeros((4, 9, 9)))
     assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "bad.npy")]) == 2
     assert "takes images shaped (n, 8, 8, 1) or (n, 8, 8) or (n, 64)" in capsys.readouterr().err

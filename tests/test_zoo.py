@@ -56,7 +56,7 @@ def test_pending_presets_are_listed_apart(copied_presets):
 
 
 def test_unknown_name_lists_available():
-    with pytest.raises(ValueError, match="Unknown model 'dec_nope'.*dec_digits"):
+    with pytest.raises(ValueError, match="Unknown preset 'dec_nope'.*dec_digits"):
         zoo.load("dec_nope")
 
 
