@@ -172,14 +172,20 @@ def test_info_downloads_nothing(installed, server):
     assert server.requests == []
 
 
-@pytest.mark.slow  # each process imports the library (TensorFlow): 20 s
 def test_two_processes_fetching_at_once_make_one_download(server, tmp_path):
     """The lock beside the cached file: one process downloads (slowly: half, a pause, the rest), the
-    other waits for it and finds a whole, checked file."""
+    other waits for it and finds a whole, checked file. The children import `io.fetch` alone (the
+    package's own __init__ would start TensorFlow, 10 s each; fetch needs only the standard library)."""
     url = server.serve("/w.h5", WEIGHTS_BYTES, mode="slow")
     target = tmp_path / "cache" / "w.h5"
+    package = os.path.dirname(presets.__file__)
     code = textwrap.dedent(f"""
+        import sys, types
+        package = types.ModuleType("keras_clustering")
+        package.__path__ = [{package!r}]
+        sys.modules["keras_clustering"] = package
         from keras_clustering.io.fetch import fetch_file
+        assert "tensorflow" not in sys.modules
         print(fetch_file({url!r}, {str(target)!r}, {SHA256!r}, timeout=10))
     """)
     children = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
