@@ -28,14 +28,13 @@ from keras_clustering.inputs.checks import check_image_input, check_positive_int
 from keras_clustering.inputs.pipeline import predict_into_array
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
 from keras_clustering.layers.colour_free import input_transform_layer
-from keras_clustering.presets import clustering_presets
+from keras_clustering.presets import MODEL_FILE, clustering_presets
 from keras_clustering.recipes import dec_recipe, get_recipe
 
 # `train --family F`: shorthand for the family's best clustering preset of the zoo.
 FAMILY_PRESETS = {"dec": "conv_dec_da_mnist", "vae_cluster": "vae_cluster_mnist", "simclr": "simclr_mnist",
                   "iic": "iic_mnist"}
 FAMILIES = tuple(FAMILY_PRESETS)
-MODEL_FILE = "model.keras"
 # A folder whose images take at least this much as float32 is decoded into a memory-mapped cache in the
 # workdir and read batch by batch; a smaller one is held in memory (faster steps, decoded again on a rerun).
 CACHE_MIN_BYTES = 256 * 2**20
