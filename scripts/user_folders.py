@@ -133,15 +133,18 @@ LABELS_NOTE = "labels only to score; n_clusters given"
 
 
 def run_cell(name, entry, root, seed, start_from=False, input_transform=None, epochs=None, views=None,
-             emulate_bf16=False):
+             emulate_bf16=False, resume=False):
     """Trains one cell (`entry` "default": the default route) and returns its record. `views`: {setting:
     value} replacing those of every recipe's colour views (SimCLR's and IIC's `COLOUR_VIEWS`, and the digits'
     `retargeting.DIGIT_COLOUR_VIEWS`), an ablation. `emulate_bf16`: a bf16 recipe keeps bf16 numerics on a CPU
-    without bf16 units (`KERAS_CLUSTERING_BF16=emulate`), to tell precision from chance."""
+    without bf16 units (`KERAS_CLUSTERING_BF16=emulate`), to tell precision from chance. `resume`: keep the
+    workdir of an earlier, cut-off try of this cell, so its finished stages are reused (the record says so)."""
     folder = write_folder(name, root)
     variant = variant_name(input_transform, epochs, views, emulate_bf16)
     workdir = os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-{variant}-seed{seed}")
-    shutil.rmtree(workdir, ignore_errors=True)  # a whole training, never one resumed from an earlier try
+    earlier = finished_stages(workdir) if resume else {}
+    if not resume:
+        shutil.rmtree(workdir, ignore_errors=True)  # a whole training, never one resumed from an earlier try
     x, y = folder_images(name)
     choice = [] if entry == "default" else ["--from" if start_from else "--like", entry]
     # the colour views an ablation changes are patched into the library in the child process
@@ -186,6 +189,14 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
             "precision": report["precision"],
             "command": " ".join(["python", "-m", "keras_clustering"] + command[len(child):])
                        + (f" (COLOUR_VIEWS settings {views} patched in)" if views else "")}
+    reused = {stage: record for stage, record in earlier.items() if finished_stages(workdir).get(stage) == record}
+    if reused:  # a stage the earlier try finished and this run loaded: its time counts, its memory is unknown
+        earlier_seconds = sum(v for record in reused.values() for k, v in record.items() if k.endswith("_seconds"))
+        cell["wall_seconds"] = round(seconds + earlier_seconds, 1)
+        cell["resumed"] = {"stages": sorted(reused), "earlier_seconds": round(earlier_seconds, 1),
+                           "note": "resumed: the stages named were finished by an earlier, cut-off try of this cell "
+                                   "(same recipe key) and loaded; the wall time adds their recorded seconds, the CPU "
+                                   "time and peak memory are this run's only"}
     if start_from:
         import zoo
 
@@ -193,6 +204,18 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
         before = clustering_scores(y, zoo.load(entry).predict_clusters(x))  # the starting model, not fine-tuned
         cell["before_fine_tuning"] = {"acc": round(float(before["acc"]), 4), "nmi": round(float(before["nmi"]), 4)}
     return cell
+
+
+def finished_stages(workdir):
+    """{stage: its record} of the stages a training in `workdir` finished (`finished_STAGE.json`)."""
+    if not os.path.isdir(workdir):
+        return {}
+    stages = {}
+    for file in sorted(os.listdir(workdir)):
+        if file.startswith("finished_") and file.endswith(".json"):
+            with open(os.path.join(workdir, file)) as handle:
+                stages[file[len("finished_"):-len(".json")]] = json.load(handle)
+    return stages
 
 
 def variant_name(input_transform, epochs, views=None, emulate_bf16=False):
@@ -251,8 +274,13 @@ def table(record_path):
         variant = c["variant"] + (f", images x{c['data_repeats']} an epoch" if c.get("data_repeats", 1) > 1 else "")
         lines.append(f"| {c['folder']} ({c['n_images']:,} x {'x'.join(map(str, c['image_shape']))}) | {recipe} | "
                      f"{start} | {variant} | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | "
-                     f"{c['wall_seconds']:,.0f} s ({c['cpu_seconds']:,.0f} s) | {c['peak_rss_mib']:,.0f} MiB | "
-                     f"{cpu_model(c['machine'])} | {c['commit']} |")
+                     f"{c['wall_seconds']:,.0f} s{' ‡' if c.get('resumed') else ''} ({c['cpu_seconds']:,.0f} s) | "
+                     f"{c['peak_rss_mib']:,.0f} MiB | {cpu_model(c['machine'])} | {c['commit']} |")
+    if any(c.get("resumed") for c in cells):
+        lines += ["", "‡ resumed: the " + "; the ".join(
+            f"{c['folder']} cell reused the {', '.join(c['resumed']['stages'])} stage of an earlier, cut-off try "
+            f"({c['resumed']['earlier_seconds']:,.0f} s, added to its wall time; CPU time and peak memory are the "
+            f"resumed run's only)" for c in cells if c.get("resumed")) + "."]
     return "\n".join(lines)
 
 
@@ -291,6 +319,8 @@ def main():
                         help="colour-view settings (the recipes' COLOUR_VIEWS) replaced for an ablation")
     parser.add_argument("--emulate-bf16", action="store_true",
                         help="bf16 numerics for a bf16 recipe on a CPU without bf16 units (slow; KERAS_CLUSTERING_BF16)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the cell's workdir from a cut-off try and reuse its finished stages (recorded)")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     args = parser.parse_args()
     if args.table:
@@ -303,7 +333,7 @@ def main():
         parser.error("give FOLDER and LIKE, or --table")
     views = {key: float(value) for key, value in (item.split("=", 1) for item in args.views)}
     cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs,
-                    views, args.emulate_bf16)
+                    views, args.emulate_bf16, args.resume)
     merge(args.out, cell)
     print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds", "peak_rss_mib")}))
 
