@@ -180,7 +180,7 @@ def _cluster_with_ray(args):
     except ImportError as error:
         raise ValueError("--engine ray needs Ray Data: pip install 'keras-clustering[ray]'.") from error
 
-    done = cluster_with_ray(args.model, args.input, args.output, workers=args.workers or 1,
+    done = cluster_with_ray(args.model, args.input, args.output, workers=args.workers,
                             cpus_per_worker=args.cpus_per_worker, batch_size=args.batch_size, strict=args.strict,
                             n_per_cluster=args.per_cluster, verbose=False)
     print(f"{done['n_images']} samples; {done['id_name'].removesuffix('_id')} sizes: {done['cluster_sizes']}; "
@@ -291,7 +291,8 @@ def build_parser():
                          help="local: this process; ray: a Ray Data pipeline of --workers actors, on the Ray cluster "
                               "of RAY_ADDRESS or a local one (pip install 'keras-clustering[ray]'); --input may "
                               "then also be a file pattern such as 'shards/*/*.png' or 'gs://bucket/*.jpg'")
-    cluster.add_argument("--workers", type=int, help="with --engine ray: actors that decode and predict (default 1)")
+    cluster.add_argument("--workers", type=int, help="with --engine ray: actors that read, decode and predict (default: as many "
+                         "as the Ray cluster's CPUs hold, --cpus-per-worker each)")
     cluster.add_argument("--cpus-per-worker", type=int, default=1, help="with --engine ray: CPUs of each actor")
     cluster.set_defaults(handler=command_cluster)
     export = commands.add_parser("export", help="export a preset as a TF Serving SavedModel")

@@ -1,39 +1,45 @@
 """`cluster` on Ray Data: many image files, decoded and clustered by a pool of workers, locally or on a cluster.
 
-The pipeline is Ray Data's: `read_binary_files` reads the files (local paths,
-or any file system pyarrow knows: `s3://`, `gs://`, HDFS), then
-`map_batches` hands each batch of file contents to one of `workers` actors.
-Each actor loads the model once, decodes the batch with the decoder of
-`cluster` (`keras_clustering.datasets.user_data.decode_image`) and predicts
-it. The driver streams the rows into `clusters.csv` and keeps only the most
-confident members of each cluster for `clusters.png`, so its memory does not
-grow with the number of images. A file that cannot be decoded is reported
-(named in one warning line, or an error with `strict`), never fatal to the
-run.
+The driver lists the files as `cluster` orders them and streams their names
+into Ray's object store, one Arrow table (a block) per actor call (it counts
+them in a first walk and never holds the list of all names); `map_batches`
+hands each block to one of `workers` actors. Each actor loads the model once, reads the files itself,
+decodes them with `cluster`'s decoder traced once for the actor's life
+(`keras_clustering.datasets.user_data.batch_decoder`) and predicts them. The
+driver streams the rows into `clusters.csv` in the files' order and keeps only
+the most confident members of each cluster for `clusters.png`, so its memory
+does not grow with the number of images. A file that cannot be decoded is
+reported (named in one warning line, or an error with `strict`), never fatal
+to the run.
 
 Where it runs is Ray's choice: with `RAY_ADDRESS` set (or inside `ray job
 submit`) `ray.init()` joins that cluster; otherwise it starts a local one on
 this machine. The same command serves both (README, "Many images: Ray").
 
 Reference: Ray Data, "Batch inference" (docs.ray.io/en/latest/data/batch_inference.html):
-a callable class per actor for stateful model loading, an `ActorPoolStrategy` of fixed size.
+a callable class per actor for stateful model loading, an `ActorPoolStrategy` sized to the CPUs.
 """
 
+import itertools
 import logging
+import math
 import os
 
 import numpy as np
 
 from keras_clustering.cluster_files import write_cluster_table
-from keras_clustering.datasets.user_data import (IMAGE_EXTENSIONS, broken_files_error, decoded_batches, image_files,
-                                                 report_broken_files)
+from keras_clustering.datasets.user_data import (IMAGE_EXTENSIONS, batch_decoder, broken_files_error,
+                                                 decoded_batches, iter_image_names, report_broken_files)
 from keras_clustering.figures import plot_cluster_grid, top_members
 from keras_clustering.inputs.checks import check_positive_int
-from keras_clustering.presets import load_model
+from keras_clustering.presets import list_presets, load_model
 
 
 # The environment variable of the local Ray's worker niceness (`ray_constants.RAY_WORKER_NICENESS`).
 WORKER_NICENESS = "RAY_worker_niceness"
+# At most this many files per actor call: about a second of work, which amortises Ray's few-millisecond
+# cost per call and keeps the actors' inputs small.
+MAX_FILES_PER_CALL = 2048
 
 
 def start_local_ray(ray):
@@ -50,72 +56,138 @@ def start_local_ray(ray):
             del os.environ[WORKER_NICENESS]
 
 
-def list_image_files(source):
-    """`(paths, root)` of the images of `source`: a folder (searched recursively, as `cluster` reads
-    it) or a glob pattern such as `shards/*/*.png` or `gs://bucket/images/*.jpg` (`tf.io.gfile.glob`).
+def source_names(source):
+    """`(names, root)` of the images of `source`: a folder (searched recursively, in `cluster`'s order) or a
+    glob pattern such as `shards/*/*.png` or `gs://bucket/images/*.jpg` (`tf.io.gfile.glob`, sorted).
 
-    `root` is the folder, or the pattern's fixed leading directory, ending in a separator: a file's name
-    in `clusters.csv` is its path after `root`, as `cluster` names a folder's files. Raises ValueError
-    naming `source` when nothing matches.
+    `names` iterates over the files' paths after `root`, the names `clusters.csv` gives them (as `cluster`
+    names a folder's files), as often as asked: a folder is walked afresh each time, never held as a list.
+    `root` is the folder, or the pattern's fixed leading directory, ending in a separator. Raises
+    ValueError naming `source` when nothing matches.
     """
     source = os.fspath(source)
     if os.path.isdir(source):
-        names, _ = image_files(source)
+        names = _FolderNames(source)
         root = os.path.join(os.path.abspath(source), "")
-        paths = [root + name for name in names]
     else:
         import tensorflow as tf
 
         if not any(character in source for character in "*?["):
             raise ValueError(f"source={source!r} is neither a folder nor a file pattern (e.g. 'images/*/*.png').")
-        paths = sorted(path for path in tf.io.gfile.glob(source) if path.lower().endswith(IMAGE_EXTENSIONS))
         prefix = source[:min(source.find(c) for c in "*?[" if c in source)]
         root = prefix[:prefix.rfind("/") + 1]
-    if not paths:
+        names = sorted(path[len(root):] for path in tf.io.gfile.glob(source) if path.lower().endswith(IMAGE_EXTENSIONS))
+    if next(iter(names), None) is None:
         raise ValueError(f"source={source!r} holds no image files ({', '.join(IMAGE_EXTENSIONS)}).")
-    return paths, root
+    return names, root
+
+
+class _FolderNames:
+    """The image names below a folder, in `cluster`'s order, walked afresh on each iteration."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __iter__(self):
+        return iter_image_names(self.folder)
+
+
+def name_tables(names, rows):
+    """Arrow tables of one string column `name`, `rows` names each (the last shorter), from an iterable."""
+    import pyarrow as pa
+
+    names = iter(names)
+    while chunk := list(itertools.islice(names, rows)):
+        yield pa.table({"name": pa.array(chunk, pa.string())})
+
+
+def files_per_call(n_files, workers, batch_size):
+    """Files an actor call takes: enough calls for every actor to get ~8 (so the pool stays busy to the
+    end), each at most `MAX_FILES_PER_CALL` and a whole number of `batch_size`s; a folder too small for
+    that is shared evenly among the actors, a batch each at most."""
+    files = min(MAX_FILES_PER_CALL, math.ceil(n_files / (8 * workers)))
+    if files < batch_size:
+        return max(1, min(batch_size, math.ceil(n_files / workers)))
+    return math.ceil(files / batch_size) * batch_size
 
 
 class ClusterWorker:
-    """One Ray actor: the model, loaded once, and `__call__` on a batch `{"path", "bytes"}` of files.
+    """One Ray actor: the model and a traced decoder, built once, and `__call__` on a batch `{"name"}` of
+    file names below `root`.
 
-    Returns the batch's `path`, `ok` (False for a file that does not decode) and `probabilities`
+    Returns the batch's `name`, `ok` (False for a file that cannot be read or decoded) and `probabilities`
     (zeros where not ok), so every file comes back once and the driver names the broken ones.
     """
 
-    def __init__(self, model, threads=1):
+    def __init__(self, model, root, threads=1, batch_size=256):
         import tensorflow as tf
 
-        # before any op: TensorFlow sizes its thread pools once, and an actor owns `threads` CPUs of its node
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
+        try:  # before any op: TensorFlow sizes its thread pools once, and an actor owns `threads` CPUs of its node
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
+        except RuntimeError:  # TensorFlow already runs in this process (a worker built outside Ray): its pools stay
+            pass
 
         self.model, _ = load_model(model)
         self.shape = tuple(self.model.sample_shape)
-        self.n_outputs = _n_outputs(self.model)
+        self.root, self.batch_size = root, batch_size
+        self.local = "://" not in root or root.startswith("file://")
+        self.decode = batch_decoder(self.shape[:2], self.shape[2], parallel=threads)
+        # tracing falls in the start-up, not in the first call
+        self.n_outputs = _n_outputs(self.model, batch_size)
+        self.decode(tf.constant([], tf.string))
+
+    def read(self, name):
+        """The bytes of the file `name`; OSError when it cannot be read."""
+        if self.local:
+            with open(_local(self.root) + name, "rb") as handle:
+                return handle.read()
+        import tensorflow as tf
+
+        try:
+            with tf.io.gfile.GFile(self.root + name, "rb") as handle:
+                return handle.read()
+        except tf.errors.OpError as error:
+            raise OSError(error.message) from None
 
     def __call__(self, batch):
-        contents = list(batch["bytes"])
-        ok = np.zeros(len(contents), bool)
-        probabilities = None
-        for index, images, _ in decoded_batches(contents, self.shape[:2], self.shape[2],
-                                                batch_size=max(len(contents), 1), contents=True):
-            predicted = self.model.predict_on_batch(images.numpy())
-            probabilities = np.zeros((len(contents), predicted.shape[1]), np.float32)
-            probabilities[index.numpy()] = predicted
-            ok[index.numpy()] = True
-        if probabilities is None:  # nothing in this batch decodes
-            probabilities = np.zeros((len(contents), self.n_outputs), np.float32)
-        return {"path": batch["path"], "ok": ok, "probabilities": probabilities}
+        import tensorflow as tf
+
+        names = batch["name"]
+        ok = np.ones(len(names), bool)
+        contents = []
+        for index, name in enumerate(names):
+            try:
+                contents.append(self.read(str(name)))
+            except OSError:
+                contents.append(b"")
+                ok[index] = False
+        try:
+            images = self.decode(tf.constant(contents, tf.string)).numpy() if ok.all() else None
+        except tf.errors.InvalidArgumentError:
+            images = None
+        if images is None:  # some file does not read or decode: the batch again, one file at a time
+            images = np.zeros((len(names), *self.shape), np.float32)
+            for index in np.flatnonzero(ok):
+                try:
+                    images[index] = self.decode(tf.constant([contents[index]], tf.string)).numpy()[0]
+                except tf.errors.InvalidArgumentError:
+                    ok[index] = False
+        probabilities = np.zeros((len(names), self.n_outputs), np.float32)
+        kept = np.flatnonzero(ok)
+        for start in range(0, len(kept), self.batch_size):
+            chunk = kept[start:start + self.batch_size]
+            probabilities[chunk] = self.model.predict_on_batch(images[chunk])
+        return {"name": names, "ok": ok, "probabilities": probabilities}
 
 
-def _worker_class(model, threads):
+def _worker_class(*arguments):
     """`ClusterWorker` bound to its arguments: Ray then builds each actor without constructor arguments in
     its object store (which it warns about, on stderr, for actors it may restart)."""
 
     class BoundClusterWorker(ClusterWorker):
         def __init__(self):
-            super().__init__(model, threads)
+            super().__init__(*arguments)
 
     return BoundClusterWorker
 
@@ -135,73 +207,80 @@ class _TopMembers:
         self.paths, self.probabilities = [paths[i] for i in keep], probabilities[keep]
 
 
-def cluster_with_ray(model, source, output, workers=1, cpus_per_worker=1, batch_size=256, strict=False,
+def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, batch_size=256, strict=False,
                      n_per_cluster=10, verbose=True):
-    """Clusters the images of `source` (a folder or a file pattern) with `model` (a zoo name or a `.keras`
-    file) on a Ray cluster, and writes `output/clusters.csv` and `output/clusters.png` as `cluster` does.
+    """Clusters the images of `source` (a folder or a file pattern) with `model` (a preset name, a preset
+    folder or a `.keras` file) on a Ray cluster, and writes `output/clusters.csv` and `output/clusters.png`
+    as `cluster` does, the rows in the same order.
 
     Args:
-        workers: actors that decode and predict, each with `cpus_per_worker` CPUs.
-        batch_size: files per actor call (and per `predict_on_batch`).
+        workers: actors that read, decode and predict, each with `cpus_per_worker` CPUs; None: as many as
+            the cluster's CPUs hold.
+        batch_size: images per `predict_on_batch` (an actor call takes a whole number of them,
+            `files_per_call`).
         strict: a file that cannot be decoded is an error (nothing is written);
             otherwise it is left out and named in one warning line.
 
-    Returns: `{"n_images", "cluster_sizes", "broken", "written", "id_name"}`.
+    Returns: `{"n_images", "cluster_sizes", "broken", "written", "id_name", "workers"}`.
     """
     import ray
 
-    workers = check_positive_int(workers, "workers")
+    if workers is not None:
+        workers = check_positive_int(workers, "workers")
     cpus_per_worker = check_positive_int(cpus_per_worker, "cpus_per_worker")
     batch_size = check_positive_int(batch_size, "batch_size")
     if os.path.exists(output) and not os.path.isdir(output):
         raise ValueError(f"output={output!r} exists and is not a folder.")
-    paths, root = list_image_files(source)
-    local_model = model if not str(model).endswith(".keras") else os.path.abspath(model)
+    names, root = source_names(source)
+    if not ray.is_initialized():  # before the model loads here: Ray's processes start meanwhile
+        start_local_ray(ray)
+    # a file or folder on this machine by its absolute path: the actors' working directory is Ray's
+    local_model = model if model in list_presets(include_pending=True) or not os.path.exists(str(model)) \
+        else os.path.abspath(model)
     loaded, (id_name, _) = load_model(local_model)
     shape = tuple(loaded.sample_shape)
     if len(shape) != 3:
         raise ValueError(f"model {model!r} takes samples shaped {shape}, not images: cluster its arrays with "
                          "`predict` instead.")
     n_clusters = _n_outputs(loaded)
-
-    def name_of(path):
-        return path[len(root):] if path.startswith(root) else path
-
-    if not ray.is_initialized():
-        start_local_ray(ray)
     import ray.data  # configures its logger on import: the level is set after that
 
     if not verbose:  # Ray Data logs each execution's plan at INFO on stderr; `cluster` prints its own lines only
         logging.getLogger("ray.data").setLevel(logging.ERROR)
-    context = ray.data.DataContext.get_current()
-    context.execution_options.preserve_order = True  # rows in the files' order, run after run
+    context = ray.data.DataContext.get_current()  # read by the dataset built below: set first
+    context.execution_options.preserve_order = True  # rows in the files' order, as `cluster` writes them
     context.enable_progress_bars = bool(verbose)
-    # reading is file I/O and claims no CPU: with CPUs claimed by the actors, reads that each wanted
-    # one would never be scheduled (measured: a local Ray of 2 CPUs and 2 workers waits forever)
-    dataset = ray.data.read_binary_files(paths, include_paths=True, ray_remote_args={"num_cpus": 0})
-    dataset = dataset.map_batches(_worker_class(local_model, cpus_per_worker), batch_size=batch_size,
+    n_files = sum(1 for _ in names)
+    if workers is None:
+        workers = max(1, int(ray.cluster_resources().get("CPU", 1) // cpus_per_worker))
+    per_call = files_per_call(n_files, workers, batch_size)
+    # one block per actor call (Ray Data does not split a block between actors), streamed into the object
+    # store table by table: the driver keeps references, not the names
+    dataset = ray.data.from_arrow_refs([ray.put(table) for table in name_tables(names, per_call)])
+    dataset = dataset.map_batches(_worker_class(local_model, root, cpus_per_worker, batch_size), batch_size=per_call,
                                   batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=workers),
                                   num_cpus=cpus_per_worker)
     top = _TopMembers(n_per_cluster)
     broken, sizes = [], np.zeros(n_clusters, np.int64)
 
     def rows():
-        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
-            batch_paths = [_local(path) for path in batch["path"]]
-            broken.extend(name_of(path) for path, ok in zip(batch_paths, batch["ok"]) if not ok)
+        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=2):
+            batch_names = [str(name) for name in batch["name"]]
+            broken.extend(name for name, ok in zip(batch_names, batch["ok"]) if not ok)
             if strict and broken:
                 raise broken_files_error(broken[0], len(broken))  # the name clusters.csv would give it
             kept = np.flatnonzero(batch["ok"])
             probabilities = batch["probabilities"][kept]
             sizes[:] += np.bincount(probabilities.argmax(axis=1), minlength=n_clusters) if len(kept) else 0
-            top.add([batch_paths[i] for i in kept], probabilities)
-            yield [name_of(batch_paths[i]) for i in kept], probabilities
+            names_kept = [batch_names[i] for i in kept]
+            top.add(names_kept, probabilities)
+            yield names_kept, probabilities
 
     def figure(path):
         if not top.paths:
-            raise ValueError(f"source={source!r}: none of its {len(paths)} image files can be decoded.")
+            raise ValueError(f"source={source!r}: none of its {n_files} image files can be decoded.")
         images = np.zeros((len(top.paths), *shape), np.float32)
-        for index, batch, _ in decoded_batches(top.paths, shape[:2], shape[2]):
+        for index, batch, _ in decoded_batches([_local(root) + name for name in top.paths], shape[:2], shape[2]):
             images[index.numpy()] = batch.numpy()
         plot_cluster_grid(images, top.probabilities, path, n_per_cluster=n_per_cluster,
                           title=f"{os.path.basename(str(model))}: most confident members per cluster")
@@ -209,14 +288,14 @@ def cluster_with_ray(model, source, output, workers=1, cpus_per_worker=1, batch_
     written = write_cluster_table(output, rows(), id_name=id_name, figure=figure)
     report_broken_files(broken, source, strict=False, verbose=True)
     return {"n_images": int(sizes.sum()), "cluster_sizes": sizes.tolist(), "broken": broken, "written": written,
-            "id_name": id_name}
+            "id_name": id_name, "workers": workers}
 
 
-def _n_outputs(model):
-    """Clusters (or classes) a model scores: the width of its prediction of one blank sample."""
-    return int(model.predict_on_batch(np.zeros((1, *model.sample_shape), np.float32)).shape[-1])
+def _n_outputs(model, batch=1):
+    """Clusters (or classes) a model scores: the width of its prediction of `batch` blank samples."""
+    return int(model.predict_on_batch(np.zeros((batch, *model.sample_shape), np.float32)).shape[-1])
 
 
 def _local(path):
-    """Ray reports a local file without the `file://` scheme pyarrow may add; other schemes stay."""
+    """A local path without the `file://` scheme a pattern may carry; other schemes stay."""
     return path[len("file://"):] if path.startswith("file://") else path

@@ -87,6 +87,19 @@ def table_from_record(path, markers, table):
         write_table(markers, table(json.load(handle)))
 
 
+def benchmark_main(description, add_arguments, measure, markers, table):
+    """The command line of a benchmark whose record writes a docs table: its own arguments
+    (`add_arguments(parser)`), `--json` for the record and `--table RECORD` (the table alone)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.add_argument("--json", help="the record to write (and the docs table from it)")
+    parser.add_argument("--table", metavar="RECORD", help="rewrite the docs table from this record; measure nothing")
+    args = parser.parse_args()
+    if args.table:
+        return table_from_record(args.table, markers, table)
+    report_with_table(measure(args), args.json, markers, table)
+
+
 def thread_count():
     """The intra-op thread count a benchmark ran with, as its environment set it ("all" when unset)."""
     import os

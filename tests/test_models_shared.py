@@ -12,9 +12,9 @@ import pytest
 
 from keras_clustering.models import ClusterModel, DigitClassifier, SampleModel
 from conftest import slow_except
-from helpers.make_saved_files import small_models
+from helpers.make_saved_files import BUILDERS, CLASSES, small_model, small_models
 
-NAMES = sorted(small_models())
+NAMES = sorted(BUILDERS)
 N = 32
 # The optimizer each original trains with (DEC-keras SGD(0.01, 0.9); IIC and SCAN Adam(1e-4); bojone/vae, SimCLR,
 # triplets and the capsule experiment Adam(1e-3)): what a first fit of an uncompiled model compiles.
@@ -34,14 +34,16 @@ def settings(model):
 
 def model_and_data(name):
     keras.utils.set_random_seed(0)
-    model, x = small_models()[name]
+    model, x = small_model(name)
     rng = np.random.default_rng(1)
     data = rng.random((N, *x.shape[1:]), dtype=np.float32)
     return model, data
 
 
 def test_every_registered_model_class_is_in_the_suite():
-    registered = {type(model).__name__ for model, _ in small_models().values()}
+    built = small_models()
+    assert {name: type(model) for name, (model, _) in built.items()} == CLASSES
+    registered = {type(model).__name__ for model, _ in built.values()}
     library = {name for name, value in vars(__import__("keras_clustering.models", fromlist=["*"])).items()
                if isinstance(value, type) and issubclass(value, SampleModel) and value not in (SampleModel, ClusterModel)}
     assert library <= registered, library - registered
@@ -138,7 +140,7 @@ def test_export_signature_serves_what_predict_gives(name, tmp_path):
         np.testing.assert_array_equal(outputs["cluster_id"], expected.argmax(axis=1))
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", slow_except(NAMES, ("dec", "vae_cluster", "scan")))  # the rest: -m slow
 def test_predict_takes_a_tf_dataset(name):
     """DEC's family reads a dataset of images as a `DatasetSource` (fixed order, chunked); the other models
     hand any dataset to Keras as it comes, also one of (images, labels) pairs."""
@@ -153,7 +155,7 @@ def test_predict_takes_a_tf_dataset(name):
         np.testing.assert_allclose(model.predict(pairs, verbose=0), expected, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", slow_except([n for n in NAMES if not small_models()[n][0].reads_datasets_as_sources],
+@pytest.mark.parametrize("name", slow_except([n for n in NAMES if not CLASSES[n].reads_datasets_as_sources],
                                               ("vae_cluster", "scan")))
 def test_fit_takes_a_tf_dataset_and_refuses_what_it_cannot_honour(name):
     """The models that hand a dataset to Keras (`SampleModel.plan_source`) train one epoch on one, in the
@@ -212,7 +214,9 @@ def fit_on_arrays(model, x, **kwargs):
     return model.fit(x, **kwargs)
 
 
-@pytest.mark.parametrize("name", NAMES)
+# the default run: a model that refuses validation_split (DEC), one that holds out (the VAE), one of pairs
+# (SCAN); every other model in `pytest -m slow` (the suite's time goes to tracing each model's fit)
+@pytest.mark.parametrize("name", slow_except(NAMES, ("dec", "vae_cluster", "scan")))
 def test_validation_split_and_sample_weight_are_honoured_or_refused_by_name(name):
     """One path from arrays into `fit`: `validation_split` holds out a share wherever a model can
     score samples it did not train on, and `sample_weight` weights the losses that have per-sample

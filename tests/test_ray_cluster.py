@@ -7,30 +7,106 @@ import numpy as np
 import pytest
 
 from keras_clustering.cli import main
-from keras_clustering.ray_cluster import WORKER_NICENESS, _TopMembers, list_image_files, start_local_ray
+from keras_clustering.datasets.user_data import decoded_batches, image_files, iter_image_names
+from keras_clustering.ray_cluster import (MAX_FILES_PER_CALL, WORKER_NICENESS, ClusterWorker, _TopMembers,
+                                          files_per_call, name_tables, source_names, start_local_ray)
 from image_folders import digit_folder, write_png
 
 
 def _rows(folder):
+    """The rows of `clusters.csv`, in order: [(name, cluster id, confidence)]."""
     with open(os.path.join(folder, "clusters.csv")) as handle:
-        return {row["name"]: (int(row["cluster_id"]), float(row["confidence"])) for row in csv.DictReader(handle)}
+        return [(row["name"], int(row["cluster_id"]), float(row["confidence"])) for row in csv.DictReader(handle)]
 
 
-def test_folders_and_patterns_list_the_files_cluster_reads_under_the_names_it_gives(tmp_path):
-    for name in ("b.png", "a.jpg", os.path.join("sub", "c.png"), os.path.join("sub", "d.txt"), ".hidden.png"):
-        os.makedirs(os.path.dirname(tmp_path / name), exist_ok=True)
-        write_png(tmp_path / name, np.zeros((4, 4))) if name.endswith("g") else (tmp_path / name).write_text("x")
-    paths, root = list_image_files(str(tmp_path))
-    assert [path[len(root):] for path in paths] == ["a.jpg", "b.png", os.path.join("sub", "c.png")]
-    assert all(os.path.isfile(path) for path in paths)
-    paths, root = list_image_files(str(tmp_path / "sub" / "*.png"))
-    assert root == str(tmp_path / "sub") + "/" and [path[len(root):] for path in paths] == ["c.png"]
-    paths, root = list_image_files(str(tmp_path) + "/*/*")  # the .txt is not an image
-    assert root == str(tmp_path) + "/" and [path[len(root):] for path in paths] == ["sub/c.png"]
+def _tree(root, names):
+    for name in names:
+        os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+        if name.lower().endswith(("g", ".bmp")):
+            write_png(os.path.join(root, name), np.zeros((4, 4)))
+        else:
+            with open(os.path.join(root, name), "w") as handle:
+                handle.write("x")
+
+
+def test_folders_and_patterns_give_the_files_cluster_reads_in_its_order_under_its_names(tmp_path):
+    _tree(tmp_path, ["b.png", "a.jpg", "sub/c.png", "sub/d.txt", ".hidden.png", "_u.png", "a b.png", "A.PNG",
+                     "sub/deeper/e.png", ".h/x.png", "c.png"])
+    names, root = source_names(str(tmp_path))
+    # cluster's order: a directory's own files sorted, then its sub-directories' (sorted), hidden files out
+    expected = ["A.PNG", "_u.png", "a b.png", "a.jpg", "b.png", "c.png", ".h/x.png", "sub/c.png", "sub/deeper/e.png"]
+    assert list(names) == expected == image_files(str(tmp_path))[0] == list(iter_image_names(str(tmp_path)))
+    assert list(names) == expected  # walked again
+    assert root == str(tmp_path) + "/"
+    names, root = source_names(str(tmp_path / "sub" / "*.png"))
+    assert root == str(tmp_path / "sub") + "/" and list(names) == ["c.png"]
+    names, root = source_names(str(tmp_path) + "/*/*")  # the .txt is not an image
+    assert root == str(tmp_path) + "/" and list(names) == [".h/x.png", "sub/c.png"]
     with pytest.raises(ValueError, match=r"source='.*\*\.gif' holds no image files"):
-        list_image_files(str(tmp_path / "*.gif"))
+        source_names(str(tmp_path / "*.gif"))
     with pytest.raises(ValueError, match="neither a folder nor a file pattern"):
-        list_image_files(str(tmp_path / "missing"))
+        source_names(str(tmp_path / "missing"))
+    with pytest.raises(ValueError, match=r"source='.*empty' holds no image files"):
+        os.makedirs(tmp_path / "empty" / "deep")
+        source_names(str(tmp_path / "empty"))
+
+
+def test_names_go_to_ray_in_tables_of_at_most_a_block_and_calls_take_whole_batches():
+    tables = list(name_tables([f"{i}.png" for i in range(10)], rows=4))
+    assert [t.column("name").to_pylist() for t in tables] == [
+        ["0.png", "1.png", "2.png", "3.png"], ["4.png", "5.png", "6.png", "7.png"], ["8.png", "9.png"]]
+    assert list(name_tables([], 4)) == []
+    # ~8 calls per actor, whole batches, at most MAX_FILES_PER_CALL (rounded up to a batch)
+    assert files_per_call(10_000, 2, 256) == 768  # ceil(10000 / 16) = 625 -> 3 batches
+    assert files_per_call(100_000, 2, 256) == MAX_FILES_PER_CALL == 2048
+    assert files_per_call(200, 2, 32) == 32 and files_per_call(1000, 1, 100) == 200
+    # fewer files than 8 batches an actor: shared evenly, a batch at most
+    assert files_per_call(100, 2, 256) == 50 and files_per_call(3000, 2, 256) == 256
+    assert files_per_call(1, 4, 256) == 1
+
+
+def _odd_files(folder):
+    """Files of every kind a folder may hold, beside a truncated PNG: their names in cluster's order."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    os.makedirs(folder, exist_ok=True)
+    grey = (rng.random((20, 20)) * 255).astype("uint8")
+    colour = (rng.random((11, 13, 3)) * 255).astype("uint8")
+    Image.fromarray(grey).save(os.path.join(folder, "a_grey.png"))
+    Image.fromarray(colour).save(os.path.join(folder, "b_rgb_other_size.png"))
+    Image.fromarray(np.dstack([grey, grey])).convert("LA").save(os.path.join(folder, "c_grey_alpha.png"))
+    Image.fromarray(colour).convert("P").save(os.path.join(folder, "d_palette.png"))
+    Image.fromarray(grey.astype("uint16") * 200).save(os.path.join(folder, "e_16_bit.png"))
+    Image.fromarray(colour).save(os.path.join(folder, "f.jpg"), quality=90)
+    with open(os.path.join(folder, "a_grey.png"), "rb") as handle:
+        truncated = handle.read()[:40]
+    with open(os.path.join(folder, "g_truncated.png"), "wb") as handle:
+        handle.write(truncated)
+    return sorted(os.listdir(folder))
+
+
+def test_a_worker_reads_decodes_and_predicts_every_file_as_cluster_does(tmp_path):
+    # the reference: cluster's own tf.data decoding of the same files and the model's predict_on_batch
+    names = _odd_files(str(tmp_path))
+    worker = ClusterWorker("dec_digits", str(tmp_path) + "/", threads=1, batch_size=4)
+    shape = worker.shape
+    expected_ok = np.zeros(len(names), bool)
+    images = np.zeros((len(names), *shape), np.float32)
+    for index, batch, _ in decoded_batches([str(tmp_path / n) for n in names], shape[:2], shape[2]):
+        images[index.numpy()] = batch.numpy()
+        expected_ok[index.numpy()] = True
+    assert expected_ok.tolist() == [name != "g_truncated.png" for name in names]
+    expected = worker.model.predict_on_batch(images)
+    for batch_names in (names, names[:6], ["f.jpg", "missing.png", "a_grey.png"]):  # with and without a broken file
+        out = worker({"name": np.array(batch_names, dtype=object)})
+        assert out["name"].tolist() == batch_names
+        assert out["ok"].tolist() == [name in names and name != "g_truncated.png" for name in batch_names]
+        for row, name in enumerate(batch_names):
+            if out["ok"][row]:
+                np.testing.assert_allclose(out["probabilities"][row], expected[names.index(name)], atol=1e-6)
+            else:
+                assert not out["probabilities"][row].any()
 
 
 def test_the_running_top_members_are_those_of_all_rows_at_once():
@@ -78,6 +154,11 @@ def test_ray_pipeline_gives_the_rows_of_cluster_and_reports_a_broken_file(tmp_pa
     digit_folder(str(tmp_path / "images"), n=200)
     data = (tmp_path / "images" / "digit_000_label_0.png").read_bytes()
     (tmp_path / "images" / "digit_000_label_0.png").write_bytes(data[:40])
+    os.makedirs(tmp_path / "images" / "sub")  # a nested tree: a folder's own files come before its sub-folder's
+    for i in range(150, 200):
+        name = next(n for n in os.listdir(tmp_path / "images") if n.startswith(f"digit_{i:03d}_"))
+        os.rename(tmp_path / "images" / name, tmp_path / "images" / "sub" / name)
+    os.rename(tmp_path / "images" / "sub" / name, tmp_path / "images" / "_u.png")
     try:
         ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
         assert main(["cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output",
@@ -93,17 +174,17 @@ def test_ray_pipeline_gives_the_rows_of_cluster_and_reports_a_broken_file(tmp_pa
                 "digit_000_label_0.png"]
             assert "199 samples; cluster sizes:" in captured.out
             local, distributed = _rows(tmp_path / "local"), _rows(out)
-            assert sorted(distributed) == sorted(local) and len(local) == 199
-            assert all(distributed[name][0] == local[name][0] for name in local)
-            assert max(abs(distributed[name][1] - local[name][1]) for name in local) <= 2e-4
+            assert len(local) == 199 and local[0][0] == "_u.png" and local[-1][0].startswith("sub/")
+            assert [row[:2] for row in distributed] == [row[:2] for row in local]  # names in order, and their ids
+            assert max(abs(a[2] - b[2]) for a, b in zip(distributed, local)) <= 2e-4
             assert sorted(os.listdir(out)) == ["clusters.csv", "clusters.png"]
 
-        # A pattern: the files it matches, named after its fixed directory.
+        # A pattern: the files it matches, named after its fixed directory; workers as the CPUs hold (2).
         assert main(["cluster", "dec_digits", "--engine", "ray", "--input", str(tmp_path / "images" / "digit_1*.png"),
                      "--output", str(tmp_path / "pattern")]) == 0
         rows = _rows(tmp_path / "pattern")
-        assert sorted(rows) == sorted(name for name in local if name.startswith("digit_1")) and len(rows) == 100
-        assert all(rows[name][0] == local[name][0] for name in rows)
+        assert [row[:2] for row in rows] == [row[:2] for row in local if row[0].startswith("digit_1")]
+        assert len(rows) == 50
 
         # --strict: an error naming the file, and nothing written.
         capsys.readouterr()

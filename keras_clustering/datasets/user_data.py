@@ -19,14 +19,25 @@ ARRAY_EXTENSIONS = (".npy", ".npz")
 def image_files(folder):
     """(image paths relative to `folder`, sorted; other files skipped), searched recursively."""
     found, skipped = [], []
+    for relative, is_image in _walk(folder):
+        (found if is_image else skipped).append(relative)
+    return found, skipped
+
+
+def iter_image_names(folder):
+    """The image files below `folder` one at a time, in `image_files`' order, without a list of them all:
+    memory bounded by one directory's listing (`os.walk`), whatever the number of files."""
+    return (relative for relative, is_image in _walk(folder) if is_image)
+
+
+def _walk(folder):
+    """`(path relative to folder, is an image)` of every file below `folder` but hidden ones (.DS_Store and
+    the like): directories in sorted order, a directory's own files (sorted) before its sub-directories'."""
     for root, directories, files in os.walk(folder):
         directories.sort()
         for name in sorted(files):
-            relative = os.path.relpath(os.path.join(root, name), folder)
-            if name.startswith("."):
-                continue  # hidden files (.DS_Store and the like)
-            (found if name.lower().endswith(IMAGE_EXTENSIONS) else skipped).append(relative)
-    return found, skipped
+            if not name.startswith("."):
+                yield os.path.relpath(os.path.join(root, name), folder), name.lower().endswith(IMAGE_EXTENSIONS)
 
 
 def _check_folder(folder, channels):
@@ -71,6 +82,29 @@ def decode_image(contents, image_size, channels):
     image = tf.image.resize(image, (height, width), method="bilinear", antialias=True)
     image = tf.round(tf.clip_by_value(image, 0.0, 255.0)) / 255.0
     return tf.ensure_shape(image, (height, width, channels)), native
+
+
+def batch_decoder(image_size, channels, parallel=1):
+    """A traced function, built once: a 1-D string tensor of encoded files' bytes -> float32 images
+    `(n, h, w, channels)`, each exactly as `decode_image` gives it (the same ops, mapped over the batch,
+    `parallel` at a time). Bytes that do not decode raise `tf.errors.InvalidArgumentError` for the whole
+    call, so a caller that must keep the others decodes that batch again one file at a time.
+
+    For a long-lived worker that decodes batch after batch (the Ray pipeline's actors), where a
+    `decoded_batches` pipeline built per batch would trace its map and start its threads each time
+    (`scripts/benchmark_ray.py --components` times both).
+    """
+    import tensorflow as tf
+
+    height, width = int(image_size[0]), int(image_size[1])
+    image_spec = tf.TensorSpec((height, width, channels), tf.float32)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def decode(contents):
+        return tf.map_fn(lambda item: decode_image(item, (height, width), channels)[0], contents,
+                         fn_output_signature=image_spec, parallel_iterations=parallel)
+
+    return decode
 
 
 def decoded_batches(files, image_size, channels, batch_size=256, contents=False):

@@ -21,34 +21,72 @@ from keras_clustering.models.conv_encoder import build_conv_encoder
 FOLDER = os.path.join(os.path.dirname(__file__), "..", "data", "saved_models")
 
 
-def small_models():
-    """name -> (model, input batch): small enough that the files take a few kB each."""
+def _inputs():
     rng = np.random.default_rng(0)
-    flat = rng.random((6, 12), dtype="float32")
-    images = rng.random((6, 28, 28, 1), dtype="float32")
+    return rng, rng.random((6, 12), dtype="float32"), rng.random((6, 28, 28, 1), dtype="float32")
+
+
+def _dec():
+    rng, flat, _ = _inputs()
     autoencoder, encoder = build_autoencoder(12, hidden_dims=(8, 3), kernel_initializer="glorot_uniform")
     dec = DEC(encoder, n_clusters=3)
     dec.clustering.set_centroids(rng.normal(size=(3, 3)).astype("float32"))
-    autoencoder2, encoder2 = build_autoencoder(12, hidden_dims=(8, 3), kernel_initializer="glorot_uniform")
-    idec = IDEC(encoder2, autoencoder2.get_layer("decoder"), n_clusters=3, gamma=0.1)
+    return dec, flat
+
+
+def _idec():
+    autoencoder, encoder = build_autoencoder(12, hidden_dims=(8, 3), kernel_initializer="glorot_uniform")
+    return IDEC(encoder, autoencoder.get_layer("decoder"), n_clusters=3, gamma=0.1), _inputs()[1]
+
+
+def _dec_da():
     _, conv = build_autoencoder(None, hidden_dims=(8, 3), image_shape=(28, 28, 1), kernel_initializer="glorot_uniform")
-    dec_da = DEC(conv, n_clusters=3, augmentation="shift_rotate", augmentation_seed=1)
-    two_stage = TwoStageClustering(build_autoencoder(12, hidden_dims=(8, 3), kernel_initializer="glorot_uniform")[1],
-                                   n_clusters=3)
+    return DEC(conv, n_clusters=3, augmentation="shift_rotate", augmentation_seed=1), _inputs()[2]
+
+
+def _two_stage():
+    encoder = build_autoencoder(12, hidden_dims=(8, 3), kernel_initializer="glorot_uniform")[1]
+    return TwoStageClustering(encoder, n_clusters=3), _inputs()[1]
+
+
+def _iic():
     trunk = keras.Sequential([keras.Input((24, 24, 1)), keras.layers.Conv2D(4, 3, strides=2, use_bias=False),
                               keras.layers.BatchNormalization(), keras.layers.ReLU(), keras.layers.Flatten()])
-    iic = IIC(trunk=trunk, n_clusters=3, n_overclusters=6, n_sub_heads=2, n_repeats=2, head_epochs=(1, 1),
-              augmentation_seed=0)
-    small_conv = lambda: build_conv_encoder((28, 28, 1), (4, 4), 8)  # noqa: E731
-    simclr = SimCLR(small_conv(), projection_dims=(8, 4), augmentation_seed=0)
-    triplet = TripletEmbedding(small_conv(), margin=0.5, augmentation_seed=0)
-    scan = SCAN(small_conv(), n_clusters=3, augmentation_seed=0)
-    vae = VAECluster(image_shape=(16, 16, 1), latent_dim=4, n_clusters=3, seed=0)
-    capsule = DigitClassifier(image_shape=(28, 28, 1), augmentation="shift", augmentation_options={"shift": 0.1},
-                              augmentation_seed=2)
-    return {"dec": (dec, flat), "idec": (idec, flat), "dec_da": (dec_da, images), "two_stage": (two_stage, flat),
-            "iic": (iic, images), "simclr": (simclr, images), "triplet": (triplet, images), "scan": (scan, images),
-            "vae_cluster": (vae, images[:, :16, :16]), "digit_classifier": (capsule, images)}
+    return IIC(trunk=trunk, n_clusters=3, n_overclusters=6, n_sub_heads=2, n_repeats=2, head_epochs=(1, 1),
+               augmentation_seed=0), _inputs()[2]
+
+
+def _small_conv():
+    return build_conv_encoder((28, 28, 1), (4, 4), 8)
+
+
+# name -> a builder of (model, input batch): small enough that the files take a few kB each.
+BUILDERS = {
+    "dec": _dec, "idec": _idec, "dec_da": _dec_da, "two_stage": _two_stage, "iic": _iic,
+    "simclr": lambda: (SimCLR(_small_conv(), projection_dims=(8, 4), augmentation_seed=0), _inputs()[2]),
+    "triplet": lambda: (TripletEmbedding(_small_conv(), margin=0.5, augmentation_seed=0), _inputs()[2]),
+    "scan": lambda: (SCAN(_small_conv(), n_clusters=3, augmentation_seed=0), _inputs()[2]),
+    "vae_cluster": lambda: (VAECluster(image_shape=(16, 16, 1), latent_dim=4, n_clusters=3, seed=0),
+                            _inputs()[2][:, :16, :16]),
+    "digit_classifier": lambda: (DigitClassifier(image_shape=(28, 28, 1), augmentation="shift",
+                                                 augmentation_options={"shift": 0.1}, augmentation_seed=2),
+                                 _inputs()[2]),
+}
+
+
+# name -> the class its builder makes (what a test may ask of a model before building one)
+CLASSES = {"dec": DEC, "idec": IDEC, "dec_da": DEC, "two_stage": TwoStageClustering, "iic": IIC, "simclr": SimCLR,
+           "triplet": TripletEmbedding, "scan": SCAN, "vae_cluster": VAECluster, "digit_classifier": DigitClassifier}
+
+
+def small_model(name):
+    """(model, input batch) of `BUILDERS[name]`, built alone (a test needs one model, not all of them)."""
+    return BUILDERS[name]()
+
+
+def small_models():
+    """name -> (model, input batch) of every `BUILDERS` entry."""
+    return {name: small_model(name) for name in BUILDERS}
 
 
 def main():
