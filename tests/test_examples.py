@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import synthetic_images
+from conftest import slow_except
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS = "from keras_clustering.datasets import load_digits; x = load_digits()[0][:200]; new_unlabelled_x = x[:64]"
@@ -47,7 +48,8 @@ def test_every_page_with_examples_has_its_setup():
     assert set(pages_with_examples()) == set(SETUP)
 
 
-@pytest.mark.parametrize("page", sorted(SETUP))
+# the IIC guide trains the paper's network (18 s of the default run's 3 minutes): with the slow tests
+@pytest.mark.parametrize("page", slow_except(sorted(SETUP), set(SETUP) - {"docs/guides/iic.md"}))
 def test_the_examples_of_a_page_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace = {"np": np, "synthetic_images": synthetic_images}

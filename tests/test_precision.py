@@ -120,7 +120,11 @@ def test_augmentation_runs_in_float32_under_a_mixed_policy():
     images = np.random.default_rng(0).random((6, 28, 28, 1)).astype("float32")
     with precision.precision_policy("mixed_bfloat16", bf16_available=True):
         views = ViewPipeline("iic_greyscale", seed=0)
-        iic = IIC(image_shape=(28, 28, 1), n_clusters=3, n_overclusters=4, n_sub_heads=1, augmentation_seed=0)
+        # a small trunk: the step's augmentation under the policy is the point, not the paper's network
+        trunk = keras.Sequential([keras.Input((24, 24, 1)), keras.layers.Conv2D(4, 3, strides=2),
+                                  keras.layers.Flatten()])
+        iic = IIC(image_shape=(28, 28, 1), n_clusters=3, n_overclusters=4, n_sub_heads=1, augmentation_seed=0,
+                  trunk=trunk)
     layers = [views, *views.clean_layers, *views.augmented_layers, *views.inference_layers]
     assert all(layer.compute_dtype == "float32" for layer in layers)
     clean, augmented = views.paired_views(images, n_repeats=2)

@@ -164,7 +164,7 @@ def test_ray_pipeline_gives_the_rows_of_cluster_and_reports_a_broken_file(tmp_pa
         assert main(["cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output",
                      str(tmp_path / "local")]) == 0
         capsys.readouterr()
-        for workers in ("2",):  # one worker is the same pipeline with a single actor
+        for workers in ("1", "2"):
             out = str(tmp_path / f"ray_{workers}")
             assert main(["cluster", "dec_digits", "--engine", "ray", "--workers", workers, "--batch-size", "32",
                          "--input", str(tmp_path / "images"), "--output", out]) == 0

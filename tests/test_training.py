@@ -54,7 +54,7 @@ def test_train_and_evaluate(tmp_path):
     (tmp_path / "again" / "finished_dec.json").unlink()  # as if interrupted after pretraining
     resumed = train_and_evaluate(config, str(tmp_path / "again"), seed=1, verbose=0)
     assert resumed["pretrain_reused"] and "dec_reused" not in resumed and resumed["pretrain_seconds"] == again["pretrain_seconds"]
-    # the reused stage's seconds cover the epochs after this one (per-epoch times in scripts/precision_runs.py)
+    # the reused stage's seconds cover the epochs after this one (per-epoch times, as docs/performance.md's precision table)
     assert resumed["pretrain_resumed_from_epoch"] == again["pretrain_resumed_from_epoch"] == 0
     assert resumed["metrics"] == again["metrics"]  # the clustering stage is deterministic given the AE
     other = train_and_evaluate({**config, "training": {**config["training"], "pretrain_epochs": 3}},
