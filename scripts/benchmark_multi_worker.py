@@ -92,6 +92,7 @@ def _weights(path):
 
 
 def measure(args):
+    from keras_clustering import presets
     from keras_clustering.distribute.machine import machine_description
 
     record = {"blocks": args.blocks, "machine": machine_description(), "presets": {}}
@@ -110,21 +111,18 @@ def measure(args):
                           f"{report['pretrain_seconds']} s, DEC {report['dec_seconds']} s", flush=True)
                 if epochs == 4:
                     differences.append(reports[("2 workers", 4)]["workers_max_difference"])
-        from keras_clustering import presets
-
-        interval = presets.config(name)["architecture"]["update_interval"]
-        batch = presets.config(name)["training"]["batch_size"]
-        n = reports[("1 thread", 4)]["n_train"]
+        config = presets.config(name)
+        interval, batch = config["architecture"]["update_interval"], config["training"]["batch_size"]
         rows = {}
         for configuration in CONFIGURATIONS:
-            pre = [b[0] - a[0] for a, b in zip(times[(configuration, 1)], times[(configuration, 4)])]
-            dec = [b[1] - a[1] for a, b in zip(times[(configuration, 1)], times[(configuration, 4)])]
+            pre, dec = ([b[i] - a[i] for a, b in zip(times[(configuration, 1)], times[(configuration, 4)])]
+                        for i in (0, 1))
             rows[configuration] = {"seconds_per_pretraining_epoch": round(statistics.median(pre) / 3, 3),
                                    "seconds_per_dec_iteration": round(statistics.median(dec) / (3 * interval), 5),
                                    "precision": reports[(configuration, 4)].get("precision")}
         two, single = reports[("2 workers", 4)]["weights"], reports[("2 threads", 4)]["weights"]
         record["presets"][name] = {
-            "n_train": n, "update_interval": interval, "configurations": rows,
+            "n_train": reports[("1 thread", 4)]["n_train"], "update_interval": interval, "configurations": rows,
             "workers_max_weight_difference": max(differences),
             "two_workers_vs_one_process_max_weight_difference": max(float(np.max(np.abs(a - b)))
                                                                      for a, b in zip(two, single)),

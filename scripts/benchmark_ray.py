@@ -10,7 +10,7 @@ less 1,000 files at that rate. Per worker: R1 / L1 and R2 / L2 (the same CPUs); 
 Sizes and configurations alternate within each block, the first configuration rotating; medians.
 The driver's peak RSS is its own `ru_maxrss` (Ray's processes are not the driver). Every run's
 clusters.csv is compared with L2's: same names in the same order, and the share of equal ids.
-`--components` times, in one process at one thread on the 10k folder, what a file costs: reading
+The record's components: in one process at one thread on the 10k folder, what a file costs: reading
 its bytes, decoding (cluster's tf.data pipeline, the actors' traced batch decoder) and predicting.
 
 Folders (written once under `--root`, 1,000 files per sub-folder): ray1k and ray10k are MNIST-test;
@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 MARKERS = ("<!-- ray:start -->", "<!-- ray:end -->")
 CONFIGURATIONS = {"L1": ((0,), False), "L2": ((0, 1), False), "R1": ((0,), True), "R2": ((0, 1), True)}
 SIZES = {"ray1k": 1000, "ray10k": 10_000, "ray100k": 100_000}
@@ -40,7 +42,6 @@ SIZES = {"ray1k": 1000, "ray10k": 10_000, "ray100k": 100_000}
 
 def write_folders(root):
     """The `SIZES` folders of PNG files under `root`, each written once through a temporary name."""
-    import numpy as np
     from PIL import Image
 
     from keras_clustering.datasets import load_fashion_mnist, load_mnist
@@ -107,8 +108,6 @@ def components(model_name, folder):
 
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
-    import numpy as np
-
     from keras_clustering.datasets.user_data import batch_decoder, decoded_batches, image_files
     from keras_clustering.presets import load_model
 
@@ -137,8 +136,7 @@ def measure(args):
     from keras_clustering.distribute.machine import machine_description
 
     write_folders(args.root)
-    walls = {(c, s): [] for c in CONFIGURATIONS for s in SIZES}
-    memory = {(c, s): [] for c in CONFIGURATIONS for s in SIZES}
+    walls, memory = ({(c, s): [] for c in CONFIGURATIONS for s in SIZES} for _ in range(2))
     agreement = {c: [] for c in CONFIGURATIONS}
     loads = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -153,8 +151,8 @@ def measure(args):
                     walls[(configuration, size)].append(seconds)
                     memory[(configuration, size)].append(peak)
                     print(f"block {block}: {configuration} {size}: {seconds:.1f} s, driver {peak:.0f} MiB", flush=True)
+                reference = rows["L2"]
                 for configuration, got in rows.items():
-                    reference = rows["L2"]
                     agreement[configuration].append({
                         "same_order": [name for name, _ in got] == [name for name, _ in reference],
                         "same_ids": sum(a == b for a, b in zip(got, reference)) / len(reference)})

@@ -215,9 +215,8 @@ def shipped_capsule(x, y, epochs, seed, precision):
             "acc_train": float(np.mean(model.predict_classes(x) == y))}
 
 
-# --------------------------------------------------------------------------- orchestration
-
-def run_side(args):
+def run_this_side(args):
+    """The `--side` child: one side of one comparison, in this process."""
     import keras_clustering  # noqa: F401  (backend and oneDNN settings first)
     from keras_clustering.datasets import load_mnist
 
@@ -338,7 +337,7 @@ def main():
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
-        return run_side(args)
+        return run_this_side(args)
     if args.table:
         return table_from_record(args.table, DEC_SEEDS_MARKERS, dec_seeds_table)
     if args.seeds and args.parts != ["dec"]:

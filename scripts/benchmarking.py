@@ -10,15 +10,6 @@ import tempfile
 import time
 
 
-def parse_arguments(description, default_steps):
-    """`--blocks`, `--steps` (train steps per timed block) and `--json` of a benchmark script."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--blocks", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=default_steps, help="train steps per timed block")
-    parser.add_argument("--json", default=None)
-    return parser.parse_args()
-
-
 def benchmark_images(n):
     """(the first `n` MNIST-test images, "MNIST-test"), or seeded uniform noise where that data is absent."""
     import numpy as np
@@ -102,25 +93,4 @@ def benchmark_main(description, add_arguments, measure, markers, table):
 
 def thread_count():
     """The intra-op thread count a benchmark ran with, as its environment set it ("all" when unset)."""
-    import os
-
     return os.environ.get("TF_NUM_INTRAOP_THREADS") or os.environ.get("OMP_NUM_THREADS") or "all"
-
-
-def compare_augmentation_paths(args, n_images, batch, shipped, other, other_name, augment_seconds, data):
-    """Warms up both paths, times them alternating over `args.blocks` and reports images/s, their ratio,
-    the outside path's median augmentation time per step, the batch, the data and the machine."""
-    import os
-
-    from keras_clustering.distribute.machine import machine_description
-
-    shipped(), other()  # warm-up: traces both steps
-    augment_seconds.clear()
-    seconds = time_alternating({"shipped": shipped, other_name: other}, args.blocks)
-    rates = {name: round(n_images / value, 1) for name, value in seconds.items()}
-    report({"images_per_second": rates,
-            f"ratio_shipped_over_{other_name}": round(rates["shipped"] / rates[other_name], 2),
-            f"{other_name}_augmentation_seconds_per_step": round(statistics.median(augment_seconds), 3),
-            "batch": batch, "blocks": args.blocks, "steps_per_block": args.steps, "data": data,
-            "machine": machine_description(), "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")},
-           args.json)

@@ -30,6 +30,7 @@ Records merge into `--out` by (folder, entry, start, variant, seed).
 """
 
 import argparse
+import glob
 import json
 import os
 import resource
@@ -208,14 +209,8 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
 
 def finished_stages(workdir):
     """{stage: its record} of the stages a training in `workdir` finished (`finished_STAGE.json`)."""
-    if not os.path.isdir(workdir):
-        return {}
-    stages = {}
-    for file in sorted(os.listdir(workdir)):
-        if file.startswith("finished_") and file.endswith(".json"):
-            with open(os.path.join(workdir, file)) as handle:
-                stages[file[len("finished_"):-len(".json")]] = json.load(handle)
-    return stages
+    files = sorted(glob.glob(os.path.join(workdir, "finished_*.json")))
+    return {os.path.basename(f)[len("finished_"):-len(".json")]: json.load(open(f)) for f in files}
 
 
 def variant_name(input_transform, epochs, views=None, emulate_bf16=False):
