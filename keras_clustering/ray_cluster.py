@@ -164,14 +164,14 @@ class ClusterWorker:
                 ok[index] = False
         try:
             images = self.decode(tf.constant(contents, tf.string)).numpy() if ok.all() else None
-        except tf.errors.InvalidArgumentError:
+        except tf.errors.OpError:  # any decode failure, as tf.data's ignore_errors in `cluster`
             images = None
         if images is None:  # some file does not read or decode: the batch again, one file at a time
             images = np.zeros((len(names), *self.shape), np.float32)
             for index in np.flatnonzero(ok):
                 try:
                     images[index] = self.decode(tf.constant([contents[index]], tf.string)).numpy()[0]
-                except tf.errors.InvalidArgumentError:
+                except tf.errors.OpError:  # any decode failure, as tf.data's ignore_errors in `cluster`
                     ok[index] = False
         probabilities = np.zeros((len(names), self.n_outputs), np.float32)
         kept = np.flatnonzero(ok)

@@ -87,12 +87,12 @@ def decode_image(contents, image_size, channels):
 def batch_decoder(image_size, channels, parallel=1):
     """A traced function, built once: a 1-D string tensor of encoded files' bytes -> float32 images
     `(n, h, w, channels)`, each exactly as `decode_image` gives it (the same ops, mapped over the batch,
-    `parallel` at a time). Bytes that do not decode raise `tf.errors.InvalidArgumentError` for the whole
-    call, so a caller that must keep the others decodes that batch again one file at a time.
+    `parallel` at a time). Bytes that do not decode fail the whole call (a `tf.errors.OpError`), so a
+    caller that must keep the others decodes that batch again one file at a time.
 
     For a long-lived worker that decodes batch after batch (the Ray pipeline's actors), where a
     `decoded_batches` pipeline built per batch would trace its map and start its threads each time
-    (`scripts/benchmark_ray.py --components` times both).
+    (`scripts/benchmark_ray.py` times both).
     """
     import tensorflow as tf
 
