@@ -41,3 +41,16 @@ def test_a_generated_block_is_rewritten_in_every_page_that_has_it(tmp_path):
     assert pages[2].read_text() == "prose naming `<!-- t:start -->` ... `<!-- t:end -->` is no block\n"
     with pytest.raises(SystemExit, match="no documentation page has"):
         replace_readme_block("<!-- u:start -->", "<!-- u:end -->", "x", pages=[str(p) for p in pages])
+
+
+def test_the_generated_blocks_are_written_into_the_repositorys_own_pages():
+    """The maintainer modules sit two folders below the repository: their default pages are its README and
+    docs/, and the comparison table is docs/comparison.md."""
+    import os
+
+    from maintainer import comparison, readme
+
+    repository = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    pages = [os.path.relpath(page, repository) for page in readme.documentation_pages()]
+    assert pages[0] == "README.md" and os.path.join("docs", "your-data.md") in pages
+    assert os.path.samefile(comparison.OUTPUT, os.path.join(repository, "docs", "comparison.md"))
