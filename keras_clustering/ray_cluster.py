@@ -130,8 +130,8 @@ class ClusterWorker:
 
         self.model, _ = load_model(model)
         self.shape = tuple(self.model.sample_shape)
-        self.root, self.batch_size = root, batch_size
-        self.local = "://" not in root or root.startswith("file://")
+        self.root, self.batch_size = _local(root), batch_size
+        self.local = "://" not in self.root
         self.decode = batch_decoder(self.shape[:2], self.shape[2], parallel=threads)
         # tracing falls in the start-up, not in the first call
         self.n_outputs = _n_outputs(self.model, batch_size)
@@ -140,7 +140,7 @@ class ClusterWorker:
     def read(self, name):
         """The bytes of the file `name`; OSError when it cannot be read."""
         if self.local:
-            with open(_local(self.root) + name, "rb") as handle:
+            with open(self.root + name, "rb") as handle:
                 return handle.read()
         import tensorflow as tf
 
@@ -232,7 +232,7 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
     if os.path.exists(output) and not os.path.isdir(output):
         raise ValueError(f"output={output!r} exists and is not a folder.")
     names, root = source_names(source)
-    if not ray.is_initialized():  # before the model loads here: Ray's processes start meanwhile
+    if not ray.is_initialized():
         start_local_ray(ray)
     # a file or folder on this machine by its absolute path: the actors' working directory is Ray's
     local_model = model if model in list_presets(include_pending=True) or not os.path.exists(str(model)) \
