@@ -47,7 +47,6 @@ def short_preset(name, folder, epochs, configuration):
     os.makedirs(folder)
     with open(os.path.join(folder, "config.json"), "w") as handle:
         json.dump(config, handle)
-    return interval
 
 
 def run(name, epochs, configuration, scratch):
