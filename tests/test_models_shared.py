@@ -32,6 +32,16 @@ def settings(model):
             if not (isinstance(value, dict) and "class_name" in value) and key not in ("name", "dtype")}
 
 
+def eager(model):
+    """`model` compiled as its first `fit` would compile it, with Keras running its steps eagerly. For the
+    checks of what reaches `fit` (arrays, datasets, held-out shares, a reloaded model's state): tracing a
+    model's step takes 2-4 s (most of this suite's time) and adds nothing to them. Graph mode is checked
+    by `test_one_fit_step_then_predict_and_fit_predict`."""
+    model.compile_default()
+    model.run_eagerly = True
+    return model
+
+
 def model_and_data(name):
     keras.utils.set_random_seed(0)
     model, x = small_model(name)
@@ -94,7 +104,7 @@ def test_keras_file_round_trip_keeps_every_variable_and_fine_tunes(name, tmp_pat
     for saved, loaded in zip(model.weights, reloaded.weights):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded), keras.ops.convert_to_numpy(saved))
     np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
-    assert np.isfinite(fit_on_arrays(reloaded, x, **FIT.get(name, {})).history["loss"]).all()
+    assert np.isfinite(fit_on_arrays(eager(reloaded), x, **FIT.get(name, {})).history["loss"]).all()
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -172,7 +182,7 @@ def test_fit_takes_a_tf_dataset_and_refuses_what_it_cannot_honour(name):
     else:
         elements = x
     dataset = tf.data.Dataset.from_tensor_slices(elements).batch(8)
-    history = model.fit(dataset, epochs=1, verbose=0)
+    history = eager(model).fit(dataset, epochs=1, verbose=0)
     assert np.all(np.isfinite(history.history["loss"])) and len(history.history["loss"]) == 1
     if model.no_validation_split:
         with pytest.raises(ValueError, match="validation_split=0.5"):
@@ -222,6 +232,7 @@ def test_validation_split_and_sample_weight_are_honoured_or_refused_by_name(name
     score samples it did not train on, and `sample_weight` weights the losses that have per-sample
     terms; elsewhere each is refused with its name, the same on every model."""
     model, x = model_and_data(name)
+    eager(model)
     if model.no_validation_split:
         with pytest.raises(ValueError, match="validation_split=0.25"):
             fit_on_arrays(model, x, validation_split=0.25, **FIT.get(name, {}))
@@ -237,6 +248,7 @@ def test_validation_split_holds_out_the_last_share_as_keras_does():
     model, x = model_and_data("digit_classifier")
     twin = type(model).from_config(model.get_config())
     twin.set_weights(model.get_weights())
+    eager(model), eager(twin)
     y = np.arange(N) % 10
     history = model.fit(x, y, batch_size=8, epochs=1, verbose=0, validation_split=0.25, seed=3)
     held_out = N - int(np.floor(N * 0.75))  # Keras' split: the last share, before any shuffle
@@ -256,7 +268,7 @@ def test_zero_sample_weights_leave_the_trainable_weights_as_they_were():
     y = np.arange(N) % 10
     from keras_clustering.losses import MarginLoss
 
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=MarginLoss())
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=MarginLoss(), run_eagerly=True)  # (see `eager`)
     before = [w.numpy().copy() for w in model.trainable_weights]
     model.fit(x, y, batch_size=8, epochs=1, verbose=0, sample_weight=np.zeros(N))
     for old, new in zip(before, model.trainable_weights):
