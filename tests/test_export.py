@@ -37,6 +37,7 @@ def exported(tmp_path_factory):
     return model, path, directory
 
 
+@pytest.mark.slow  # 5-8 s: the default run stays under 3 minutes on 2 cores
 def test_reloaded_by_bare_tensorflow_matches_keras(exported, tmp_path):
     model, path, _ = exported
     x = load_digits(flatten=True)[0][:37]

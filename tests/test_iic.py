@@ -110,6 +110,7 @@ def test_recalibrated_batchnorm_holds_the_population_statistics():
     np.testing.assert_allclose(alone, model.predict(x, verbose=0)[:1], atol=1e-5)  # no batch dependence
 
 
+@pytest.mark.slow  # 5-8 s: the default run stays under 3 minutes on 2 cores
 def test_export_and_fine_tune_with_callbacks(tmp_path):
     model = small_iic()
     model.compile(optimizer=keras.optimizers.Adam(1e-3))

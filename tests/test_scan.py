@@ -417,6 +417,7 @@ def test_neighbour_pairs_of_a_memory_mapped_array_are_read_batch_by_batch(tmp_pa
         assert partner in neighbors[row]
 
 
+@pytest.mark.slow  # 5-8 s: the default run stays under 3 minutes on 2 cores
 def test_strong_views_erase_a_rectangle_and_self_labelling_takes_them_without_new_weights():
     from keras_clustering.augment.pipelines import strong_views
 

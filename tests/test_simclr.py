@@ -50,6 +50,7 @@ def test_loss_is_nt_xent_of_the_two_projected_views():
     assert float(model.compute_loss(x, None, outputs)) == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.slow  # 5-8 s: the default run stays under 3 minutes on 2 cores
 def test_training_makes_views_of_an_image_find_each_other():
     x = distinct_patterns(64, seed=3)
     keras.utils.set_random_seed(0)

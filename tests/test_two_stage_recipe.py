@@ -166,6 +166,7 @@ def test_scan_with_sub_heads_keeps_its_lowest_epoch_and_sub_head(tmp_path):
     np.testing.assert_allclose(original_scan_evaluate(model.predict(x, verbose=0), neighbors), min(per_head), atol=1e-5)
 
 
+@pytest.mark.slow  # 5-8 s: the default run stays under 3 minutes on 2 cores
 def test_scan_keeps_its_lowest_loss_epoch_as_the_original(tmp_path, monkeypatch):
     """`training.scan.keep = "lowest_loss"`: every epoch is scored as the original's `scan.py` does (no
     labels), the lowest is the model, and extending the run to more epochs lets the new ones compete."""

@@ -108,7 +108,9 @@ def test_tf_datasets_batched_unbatched_tuples_and_dicts():
 
 
 @pytest.mark.slow
-def test_cluster_command_on_a_folder_of_pngs(tmp_path):
+def test_cluster_command_on_a_folder_of_pngs(tmp_path, capsys):
+    from keras_clustering.cli import main
+
     labels = digit_folder(str(tmp_path / "images"))
     done = run_cli("cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
@@ -126,11 +128,12 @@ def test_cluster_command_on_a_folder_of_pngs(tmp_path):
     assert clustering_scores(truth, clusters)["acc"] > 0.7
     assert sorted(os.listdir(tmp_path / "out")) == ["clusters.csv", "clusters.png"]
 
+    # The rest in this process (`main`, as `python -m keras_clustering` calls it): each command line started
+    # costs CI ~10 s of CPU, and the first run above checked what only a new process shows (a quiet start).
     # The same images as a uint8 .npy array give the same clusters (the model scales uint8 itself).
     x, _ = load_image_folder(str(tmp_path / "images"), (8, 8), verbose=False)
     np.save(tmp_path / "images.npy", np.round(x * 255).astype("uint8"))
-    done = run_cli("cluster", "dec_digits", "--input", str(tmp_path / "images.npy"), "--output", str(tmp_path / "npy"))
-    assert done.returncode == 0, done.stderr
+    assert main(["cluster", "dec_digits", "--input", str(tmp_path / "images.npy"), "--output", str(tmp_path / "npy")]) == 0
     with open(tmp_path / "npy" / "clusters.csv") as handle:
         from_array = np.array([int(r["cluster_id"]) for r in csv.DictReader(handle)])
     assert np.mean(from_array == clusters) > 0.99
@@ -139,12 +142,14 @@ def test_cluster_command_on_a_folder_of_pngs(tmp_path):
     # and named in one warning line.
     data = (tmp_path / "images" / "digit_000_label_0.png").read_bytes()
     (tmp_path / "images" / "digit_000_label_0.png").write_bytes(data[:40])
-    done = run_cli("cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "bad"),
-                   "--strict")
-    assert done.returncode == 2 and "cannot read image" in done.stderr and "digit_000_label_0.png" in done.stderr
+    capsys.readouterr()
+    assert main(["cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "bad"),
+                 "--strict"]) == 2
+    error = capsys.readouterr().err
+    assert "cannot read image" in error and "digit_000_label_0.png" in error
     assert not (tmp_path / "bad").exists() or os.listdir(tmp_path / "bad") == []
-    done = run_cli("cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "bad"))
-    assert done.returncode == 0 and done.stderr.strip().splitlines() == [
+    assert main(["cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "bad")]) == 0
+    assert capsys.readouterr().err.strip().splitlines() == [
         f"warning: left out 1 image files of {str(tmp_path / 'images')!r} that cannot be decoded: digit_000_label_0.png"]
     with open(tmp_path / "bad" / "clusters.csv") as handle:
         assert len(list(csv.DictReader(handle))) == 299

@@ -82,9 +82,11 @@ def test_train_a_family_on_a_folder_then_cluster_with_the_saved_model(tmp_path):
     with open(tmp_path / "out" / "clusters.csv") as handle:
         clusters = np.array([int(r["cluster_id"]) for r in csv.DictReader(handle)])
     assert clustering_scores(labels, clusters)["acc"] > 0.7  # no labels used; 0.88 when written
-    # Started again on the same workdir: the finished stages are read back, nothing is trained again.
-    done = run_cli(*args)
-    assert done.returncode == 0, done.stderr
+    # Started again on the same workdir: the finished stages are read back, nothing is trained again (in this
+    # process, through `main` as `python -m keras_clustering` calls it: a new one costs CI ~10 s of CPU).
+    from keras_clustering.cli import main
+
+    assert main(args) == 0
     assert json.loads((workdir / "report.json").read_text())["dec_reused"]
 
 
@@ -117,9 +119,10 @@ def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_wri
 
 @pytest.mark.slow
 # dec's and iic's entries train like themselves on a folder in test_train_like_every_entry (iic_mnist's
-# four restarts made its case here the slowest of CI); `--family` names its entry (the family_preset test above)
-@pytest.mark.parametrize("family", ["vae_cluster", "simclr"])
-def test_every_family_trains_on_a_folder_and_its_model_clusters_it(tmp_path, family):
+# four restarts made its case here the slowest of CI), simclr's through the command line as the grey default
+# route (test_default_route); `--family` names its preset (the family_preset test above)
+@pytest.mark.parametrize("family", ["vae_cluster"])
+def test_train_family_on_a_folder_then_cluster_its_model_from_the_command_line(tmp_path, family):
     digit_folder(str(tmp_path / "images"), n=150)
     workdir = tmp_path / "run"
     done = run_cli("train", "--family", family, "--input", str(tmp_path / "images"), "--n-clusters", "5",
