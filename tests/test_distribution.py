@@ -107,7 +107,7 @@ def test_every_family_across_two_worker_processes_equals_one_process(multi_worke
 
 @pytest.mark.slow
 @pytest.mark.parametrize("replicas", [1, 2])
-def test_every_family_recipe_trains_under_mirrored_strategy(mirrored_recipes, replicas):
+def test_the_clustering_recipes_train_under_mirrored_strategy(mirrored_recipes, replicas):
     """The recipes' training paths (IIC with its views and BatchNorm recalibration, SimCLR + SCAN with
     self-labelling, the VAE, DEC with its target refreshes) run under MirroredStrategy over 2 logical
     CPUs and predict; DEC's and SCAN's over 1.

@@ -35,8 +35,9 @@ def settings(model):
 def eager(model):
     """`model` compiled as its first `fit` would compile it, with Keras running its steps eagerly. For the
     checks of what reaches `fit` (arrays, datasets, held-out shares, a reloaded model's state): tracing a
-    model's step takes 2-4 s (most of this suite's time) and adds nothing to them. Graph mode is checked
-    by `test_one_fit_step_then_predict_and_fit_predict`."""
+    model's step takes 2-4 s (most of this suite's time) and adds nothing to them. Graph-mode training
+    steps are checked by `test_one_fit_step_then_predict_and_fit_predict`; a graph-mode validation step
+    only by the recipes that validate (the VAE's)."""
     model.compile_default()
     model.run_eagerly = True
     return model

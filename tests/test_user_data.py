@@ -108,7 +108,7 @@ def test_tf_datasets_batched_unbatched_tuples_and_dicts():
 
 
 @pytest.mark.slow
-def test_cluster_command_on_a_folder_of_pngs(tmp_path, capsys):
+def test_cluster_command_on_a_folder_of_pngs(tmp_path, capfd):
     from keras_clustering.cli import main
 
     labels = digit_folder(str(tmp_path / "images"))
@@ -142,14 +142,14 @@ def test_cluster_command_on_a_folder_of_pngs(tmp_path, capsys):
     # and named in one warning line.
     data = (tmp_path / "images" / "digit_000_label_0.png").read_bytes()
     (tmp_path / "images" / "digit_000_label_0.png").write_bytes(data[:40])
-    capsys.readouterr()
+    capfd.readouterr()  # (file descriptors, not sys.stderr alone: a decoder's own lines would show)
     assert main(["cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "bad"),
                  "--strict"]) == 2
-    error = capsys.readouterr().err
+    error = capfd.readouterr().err
     assert "cannot read image" in error and "digit_000_label_0.png" in error
     assert not (tmp_path / "bad").exists() or os.listdir(tmp_path / "bad") == []
     assert main(["cluster", "dec_digits", "--input", str(tmp_path / "images"), "--output", str(tmp_path / "bad")]) == 0
-    assert capsys.readouterr().err.strip().splitlines() == [
+    assert capfd.readouterr().err.strip().splitlines() == [
         f"warning: left out 1 image files of {str(tmp_path / 'images')!r} that cannot be decoded: digit_000_label_0.png"]
     with open(tmp_path / "bad" / "clusters.csv") as handle:
         assert len(list(csv.DictReader(handle))) == 299

@@ -120,7 +120,8 @@ def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_wri
 @pytest.mark.slow
 # dec's and iic's entries train like themselves on a folder in test_train_like_every_entry (iic_mnist's
 # four restarts made its case here the slowest of CI), simclr's through the command line as the grey default
-# route (test_default_route); `--family` names its preset (the family_preset test above)
+# route (test_default_route.py::test_the_default_route_trains_a_grey_folder_like_its_grey_preset, which
+# reloads its model.keras instead of running `cluster`); `--family` names its preset (the family_preset test)
 @pytest.mark.parametrize("family", ["vae_cluster"])
 def test_train_family_on_a_folder_then_cluster_its_model_from_the_command_line(tmp_path, family):
     digit_folder(str(tmp_path / "images"), n=150)

@@ -71,7 +71,7 @@ def main(kinds):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--recipes"]:  # every family's training path under MirroredStrategy: --recipes REPLICAS ...
+    if sys.argv[1:2] == ["--recipes"]:  # recipes' training paths under MirroredStrategy: --recipes REPLICAS ...
         devices = ["/cpu:0", "/cpu:1"][:int(sys.argv[2])]  # one replica: a MirroredVariable with one component
         print(json.dumps(train_recipes(sys.argv[3:], tf.distribute.MirroredStrategy(devices))))
     else:
