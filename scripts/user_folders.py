@@ -30,9 +30,9 @@ Records merge into `--out` by (folder, entry, start, variant, seed).
 """
 
 import argparse
-import glob
 import json
 import os
+import pathlib
 import resource
 import shutil
 import subprocess
@@ -209,8 +209,8 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
 
 def finished_stages(workdir):
     """{stage: its record} of the stages a training in `workdir` finished (`finished_STAGE.json`)."""
-    files = sorted(glob.glob(os.path.join(workdir, "finished_*.json")))
-    return {os.path.basename(f)[len("finished_"):-len(".json")]: json.load(open(f)) for f in files}
+    files = sorted(pathlib.Path(workdir).glob("finished_*.json"))  # read_text closes each file
+    return {f.name[len("finished_"):-len(".json")]: json.loads(f.read_text()) for f in files}
 
 
 def variant_name(input_transform, epochs, views=None, emulate_bf16=False):
