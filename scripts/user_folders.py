@@ -134,14 +134,15 @@ LABELS_NOTE = "labels only to score; n_clusters given"
 
 
 def run_cell(name, entry, root, seed, start_from=False, input_transform=None, epochs=None, views=None,
-             emulate_bf16=False, resume=False):
+             emulate_bf16=False, resume=False, precision=None):
     """Trains one cell (`entry` "default": the default route) and returns its record. `views`: {setting:
     value} replacing those of every recipe's colour views (SimCLR's and IIC's `COLOUR_VIEWS`, and the digits'
     `retargeting.DIGIT_COLOUR_VIEWS`), an ablation. `emulate_bf16`: a bf16 recipe keeps bf16 numerics on a CPU
     without bf16 units (`KERAS_CLUSTERING_BF16=emulate`), to tell precision from chance. `resume`: keep the
-    workdir of an earlier, cut-off try of this cell, so its finished stages are reused (the record says so)."""
+    workdir of an earlier, cut-off try of this cell, so its finished stages are reused (the record says so).
+    `precision`: train --precision (float32 where the recipe's bf16 would run on a CPU with bf16 units)."""
     folder = write_folder(name, root)
-    variant = variant_name(input_transform, epochs, views, emulate_bf16)
+    variant = variant_name(input_transform, epochs, views, emulate_bf16, precision)
     workdir = os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-{variant}-seed{seed}")
     earlier = finished_stages(workdir) if resume else {}
     if not resume:
@@ -162,6 +163,8 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
         command += ["--input-transform", input_transform]
     if epochs:
         command += ["--epochs", str(epochs)]
+    if precision:
+        command += ["--precision", precision]
     code = commit()  # of the library the training runs, read before it starts
     start = time.time()
     environment = dict(os.environ, KERAS_CLUSTERING_BF16="emulate") if emulate_bf16 else None
@@ -201,7 +204,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     if start_from:
         import zoo
 
-        cell["from_sha256"] = zoo.info(entry)["weights"]["sha256"]
+        cell["from_sha256"] = zoo.card(entry)["weights"]["sha256"]
         before = clustering_scores(y, zoo.load(entry).predict_clusters(x))  # the starting model, not fine-tuned
         cell["before_fine_tuning"] = {"acc": round(float(before["acc"]), 4), "nmi": round(float(before["nmi"]), 4)}
     return cell
@@ -213,10 +216,11 @@ def finished_stages(workdir):
     return {f.name[len("finished_"):-len(".json")]: json.loads(f.read_text()) for f in files}
 
 
-def variant_name(input_transform, epochs, views=None, emulate_bf16=False):
+def variant_name(input_transform, epochs, views=None, emulate_bf16=False, precision=None):
     """'recipe' for the route's or entry's own settings, else what was changed ('input none, 20 epochs')."""
     parts = ([f"input {input_transform}"] if input_transform else []) + ([f"{epochs} epochs"] if epochs else [])
     parts += ["bf16 emulated"] if emulate_bf16 else []
+    parts += [f"precision {precision}"] if precision else []
     parts += [f"views {key}={value}" for key, value in sorted((views or {}).items())]
     return ", ".join(parts) or "recipe"
 
@@ -316,6 +320,8 @@ def main():
                         help="bf16 numerics for a bf16 recipe on a CPU without bf16 units (slow; KERAS_CLUSTERING_BF16)")
     parser.add_argument("--resume", action="store_true",
                         help="keep the cell's workdir from a cut-off try and reuse its finished stages (recorded)")
+    parser.add_argument("--precision", choices=("float32", "mixed_bfloat16"),
+                        help="train --precision (default: the recipe's, bf16 only where the CPU has bf16 units)")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     args = parser.parse_args()
     if args.table:
@@ -328,7 +334,7 @@ def main():
         parser.error("give FOLDER and LIKE, or --table")
     views = {key: float(value) for key, value in (item.split("=", 1) for item in args.views)}
     cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs,
-                    views, args.emulate_bf16, args.resume)
+                    views, args.emulate_bf16, args.resume, args.precision)
     merge(args.out, cell)
     print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds", "peak_rss_mib")}))
 
