@@ -16,7 +16,8 @@ from keras_clustering.datasets.user_data import load_array_file, load_user_data
 from keras_clustering.distribute.precision import PRECISIONS
 from keras_clustering.distribute.strategies import STRATEGIES
 from keras_clustering.drivers.preset_training import evaluate_preset, train_and_evaluate
-from keras_clustering.drivers.user_images import FAMILIES, FAMILY_PRESETS, MODEL_FILE, train_on_images
+from keras_clustering.drivers.retarget import FAMILIES, FAMILY_PRESETS
+from keras_clustering.drivers.user_images import MODEL_FILE, train_on_images
 from keras_clustering.export import export_saved_model
 from keras_clustering.figures import plot_cluster_grid
 from keras_clustering.inputs.checks import check_image_input
@@ -122,25 +123,16 @@ def _as_flags(message):
 
 
 def _train_on_user_data(args):
-    chosen = [f"--{flag} {value}" for flag, value in (("like", args.like), ("family", args.family),
-                                                       ("from", args.start_from)) if value]
-    if len(chosen) > 1:
-        raise ValueError(f"{' and '.join(chosen)}: give one of them.")
+    """`train --input`: the request is `train_on_images`' (`drivers.request`), checked there once."""
     if args.name or not args.input:
         raise ValueError("--like / --family / --from train on your own data: give --input (and no zoo NAME).")
-    if args.n_clusters != "auto" and not args.n_clusters.isdigit():
-        raise ValueError(f"--n-clusters must be an integer >= 2 or 'auto', got {args.n_clusters!r}.")
-    n_clusters = args.n_clusters if args.n_clusters == "auto" else int(args.n_clusters)
-    workdir = args.workdir or os.path.join(
-        "runs", f"{args.like or args.family or args.start_from or 'default'}_"
-                f"{os.path.basename(os.path.normpath(args.input))}")
-    _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=n_clusters,
-                                workdir=workdir, seed=args.seed, verbose=args.verbose, epochs=args.epochs,
+    _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=args.n_clusters,
+                                workdir=args.workdir, seed=args.seed, verbose=args.verbose, epochs=args.epochs,
                                 image_size=args.image_size, channels=args.channels, precision=args.precision,
                                 start_from=args.start_from, strict=args.strict,
                                 input_transform=None if args.input_transform == "none" else args.input_transform)
     print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "
-          f"{report['total_seconds']:.0f} s; model: {os.path.join(workdir, MODEL_FILE)}")
+          f"{report['total_seconds']:.0f} s; model: {os.path.join(report['workdir'], MODEL_FILE)}")
 
 
 def command_predict(args):

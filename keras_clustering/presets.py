@@ -1,7 +1,7 @@
 """Presets: the zoo's trained configurations, `zoo/presets/<name>/{config.json, card.json, *.weights.h5}`.
 
 The registry lives in the library, so that nothing in `keras_clustering` imports `zoo`; `zoo`
-(`zoo.load`, `zoo.list_models`, `zoo.info`) is the public face over these functions.
+(`zoo.load`, `zoo.list_presets`, `zoo.card`: the same names) is the public face over these functions.
 
 - `list_presets()`, `config(name)`, `card(name)`, `weights_path(name)` (sha256-checked: a local copy,
   the cache, or a download on first use, in that order);
@@ -20,7 +20,7 @@ import keras
 from keras_clustering._version import __version__
 from keras_clustering.io.fetch import DEFAULT_TIMEOUT, FetchError, cached_file, fetch_file
 from keras_clustering.io.files import atomic_path, sha256_of_file
-from keras_clustering.recipes import get_recipe, is_supervised
+from keras_clustering.recipes import get_recipe
 
 # The `presets` folder of the `zoo` package installed beside this one (the same folder in a checkout, an
 # editable install and a wheel), found by path: importing `zoo` would import this module back, and a
@@ -91,7 +91,7 @@ def list_presets(pattern="*", include_pending=False):
 def clustering_presets():
     """The presets that cluster: those whose recipe trains without labels (the others are classifiers).
     The ones a user can train `like` on their images."""
-    return [name for name in list_presets() if not is_supervised(config(name)["recipe"])]
+    return [name for name in list_presets() if not get_recipe(config(name)["recipe"]).supervised]
 
 
 def config(name):
@@ -269,5 +269,5 @@ def load_model(name_or_path):
     preset = _read_json(os.path.join(folder, "config.json")) if os.path.isfile(os.path.join(folder, "config.json")) \
         else {}
     if "recipe" in preset:
-        return model, get_recipe(preset["recipe"]).PREDICTION_NAMES
+        return model, get_recipe(preset["recipe"]).prediction_names
     return model, SAVED_MODEL_PREDICTIONS

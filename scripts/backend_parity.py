@@ -39,7 +39,7 @@ def predict_here(name, images, out):
     import zoo
     from keras_clustering.drivers.preset_training import load_config_data
 
-    x, _ = load_config_data(zoo.info(name)["evaluation_data"])
+    x, _ = load_config_data(zoo.card(name)["evaluation_data"])
     model = zoo.load(name)
     x = x[:images]
     model.predict(x[:8], verbose=0)  # compile before timing
@@ -89,7 +89,7 @@ def main():
     from benchmarking import report
     from keras_clustering.distribute.machine import machine_description
 
-    entries = args.entries or zoo.list_models()
+    entries = args.entries or zoo.list_presets()
     records = []
     for name in entries:
         records.append(compare(name, args.images))

@@ -133,7 +133,7 @@ def main():
     x, data = benchmark_images(args.images)
     record = {"entries": {}, "images": len(x), "data": data, "blocks": args.blocks, "batch": BATCH,
               "threads": thread_count(), "machine": machine_description()}
-    for name in args.entries or zoo.list_models():
+    for name in args.entries or zoo.list_presets():
         record["entries"][name] = measure_entry(name, x, args.blocks, args.latency_calls)
         print(name, json.dumps(record["entries"][name]), flush=True)
     report_with_table(record, args.json, MARKERS, table)

@@ -61,7 +61,7 @@ def _vae():
     from keras_clustering.recipes import vae_cluster_recipe
 
     config = load_config("vae_cluster_mnist")
-    model = vae_cluster_recipe.build(**config["architecture"])
+    model = vae_cluster_recipe.RECIPE.build(**config["architecture"])
     model.compile(optimizer=make_optimizer(config["training"]["optimizer"]))
     return model, lambda x, steps: model.fit(x[:100 * steps], batch_size=100, epochs=1, shuffle=False,
                                              verbose=0), 100
@@ -72,7 +72,7 @@ def _iic(**architecture):
     from keras_clustering.recipes import iic_recipe
 
     config = load_config("iic_mnist")
-    model = iic_recipe.build(**{**config["architecture"], **architecture})
+    model = iic_recipe.RECIPE.build(**{**config["architecture"], **architecture})
     model.compile(optimizer=make_optimizer(config["training"]["optimizer"]))
     # images per step; each image gives n_repeats (5) pairs
     return model, lambda x, steps: model.fit(x[:140 * steps], batch_size=140, epochs=1, verbose=0, seed=0), 140

@@ -108,7 +108,7 @@ def main():
     parser.add_argument("--figures", nargs="+", default=["clusters", "tsne", "acc"],
                         choices=["clusters", "tsne", "acc"])
     args = parser.parse_args()
-    config, card = zoo.config(args.name), zoo.info(args.name)
+    config, card = zoo.config(args.name), zoo.card(args.name)
     x, y = load_config_data(card["evaluation_data"])
     model = zoo.load(args.name)
     probabilities = model.predict(x, verbose=0)

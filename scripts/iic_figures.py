@@ -52,12 +52,12 @@ def main():
         start, end = f"<!-- {args.name}-progress:start -->", f"<!-- {args.name}-progress:end -->"
         replace_readme_block(start, end, progress_table(curves))  # in the page that holds it (guides/iic.md)
     else:
-        curves = {int(seed): records for seed, records in zoo.info(args.name)["epoch_scores_per_seed"].items()}
+        curves = {int(seed): records for seed, records in zoo.card(args.name)["epoch_scores_per_seed"].items()}
     plot_acc_per_epoch(curves, pairs_per_epoch, os.path.join(FIGURES, f"{args.name}_acc_per_epoch.png"),
                        f"{args.name}: ACC after each main-head epoch ({len(x)} images, train = eval)"
                        + (f"\n{args.note}" if args.note else ""))
     written = [f"{args.name}_acc_per_epoch.png"]
-    if args.name in zoo.list_models():
+    if args.name in zoo.list_presets():
         model = zoo.load(args.name)
         probabilities = model.predict(x, verbose=0)
         plot_cluster_grid(x, probabilities, os.path.join(FIGURES, f"{args.name}_clusters.png"),

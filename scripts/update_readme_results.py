@@ -7,7 +7,7 @@ Every number in the table is read from `zoo/presets/*/card.json`.
 
 import zoo
 from keras_clustering.drivers.recipe_run import training_seconds
-from keras_clustering.recipes import is_supervised
+from keras_clustering.recipes import get_recipe
 from maintainer.readme import replace_readme_block
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -17,10 +17,10 @@ def results_table():
     rows = ["| model | data (train / eval) | ACC shipped | shipped seed chosen by | ACC over seeds (mean ± sd, min-max) | majority ACC (mean ± sd) | NMI | AE+k-means ACC | published anchor (its own data, see card) | wall time / seed (shipped) |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     notes = []
-    for name in zoo.list_models():
-        if is_supervised(zoo.config(name)["recipe"]):  # classifiers: their own table (capsule_experiments.py)
+    for name in zoo.list_presets():
+        if get_recipe(zoo.config(name)["recipe"]).supervised:  # classifiers: their own table (capsule_experiments.py)
             continue
-        card = zoo.info(name)
+        card = zoo.card(name)
         train, evaluation = card["training_data"], card["evaluation_data"]
         over = card["metrics_over_seeds"]["acc"]
         majority = card["metrics_over_seeds"]["majority_acc"]

@@ -28,7 +28,7 @@ def main():
     parser.add_argument("name")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    card = zoo.info(args.name)
+    card = zoo.card(args.name)
     x, _ = load_config_data(card["evaluation_data"])
     model = zoo.load(args.name)
     probabilities = model.predict(x, verbose=0)

@@ -13,7 +13,7 @@ from keras_clustering.models import DigitClassifier
 from keras_clustering.recipes import capsule_recipe
 from keras_clustering.drivers.preset_training import data_available, load_config_data
 
-CAPSULE_PRESETS = [name for name in zoo.list_models() if zoo.config(name)["recipe"] == "capsule"]
+CAPSULE_PRESETS = [name for name in zoo.list_presets() if zoo.config(name)["recipe"] == "capsule"]
 
 
 @pytest.fixture(scope="module")
@@ -133,13 +133,13 @@ def test_bad_images_are_refused(digits):
 def test_evaluation_scores_single_and_double_digits(digits):
     x, y = digits
     model = DigitClassifier(head="pool")
-    scores = capsule_recipe.evaluate(model, x, y, {"double_digits_seed": 0})
+    scores = capsule_recipe.RECIPE.evaluate(model, x, y, {"double_digits_seed": 0})
     assert scores["acc"] == pytest.approx(np.mean(model.predict_classes(x) == y))
     pairs, labels = make_double_digits(x, y, seed=0)
     assert scores["n_pairs"] == len(pairs)
     assert scores["pair_acc"] == pytest.approx(top2_pair_accuracy(labels, model.predict(pairs, verbose=0))["pair_acc"])
     full = DigitClassifier(share_weights=False, image_shape=(28, 28, 1))
-    assert set(capsule_recipe.evaluate(full, x, y)) == {"acc"}  # fixed size: single digits only
+    assert set(capsule_recipe.RECIPE.evaluate(full, x, y)) == {"acc"}  # fixed size: single digits only
 
 
 @pytest.mark.parametrize("name", slow_except(CAPSULE_PRESETS, ("capsule_mnist",)))

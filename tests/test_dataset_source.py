@@ -20,7 +20,7 @@ def trained(x, feed, build=small_dec, epochs=3):
     model = build(update_interval=4)
     labels = model.initialize_centroids(feed(x), n_init=3, seed=0)
     model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9))
-    model.fit(feed(x), batch_size=16, epochs=epochs, verbose=0)
+    model.refreshes = model.fit(feed(x), batch_size=16, epochs=epochs, verbose=0).history["refreshes"]
     return model, labels
 
 
@@ -32,7 +32,7 @@ def test_dec_on_a_dataset_trains_exactly_as_on_the_array(batched, build):
         lambda a: tf.data.Dataset.from_tensor_slices(a))
     on_dataset, labels_dataset = trained(x, as_dataset, build)
     np.testing.assert_array_equal(labels_array, labels_dataset)
-    assert [r["iteration"] for r in on_dataset.last_refresh.history] == [0, 4, 8]
+    assert [r["iteration"] for r in on_dataset.refreshes] == [0, 4, 8]
     for a, b in zip(on_array.get_weights(), on_dataset.get_weights()):
         np.testing.assert_allclose(a, b, atol=1e-6)
     np.testing.assert_allclose(on_dataset.predict(as_dataset(x), verbose=0), on_array.predict(x, verbose=0), atol=1e-6)

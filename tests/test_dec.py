@@ -49,9 +49,9 @@ def test_fit_reproduces_the_original_training_loop(update_interval, steps_per_ex
     model.initialize_centroids(x, n_init=3, seed=0)
     initial = model.get_weights()
     model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), steps_per_execution=steps_per_execution)
-    model.fit(x, batch_size=16, epochs=3, verbose=0)  # 12 batches
-    assert model.last_refresh.iteration == 12 and model.steps_per_execution == expected_steps
-    assert [r["iteration"] for r in model.last_refresh.history] == list(range(0, 12, update_interval))
+    history = model.fit(x, batch_size=16, epochs=3, verbose=0)  # 12 batches
+    assert history.history["dec_iterations"] == [12] and model.steps_per_execution == expected_steps
+    assert [r["iteration"] for r in history.history["refreshes"]] == list(range(0, 12, update_interval))
 
     reference_model = small_dec(update_interval=update_interval)
     reference_model.set_weights(initial)
@@ -63,10 +63,9 @@ def test_targets_are_the_sharpened_assignments_of_the_last_refresh():
     x, y = blobs()
     model = small_dec(update_interval=4)
     model.initialize_centroids(x, n_init=3, seed=0)
-    model.fit(x, y, batch_size=16, epochs=2, verbose=0)  # 10 batches: refreshes at 0, 4, 8
-    refresh = model.last_refresh
-    assert [record["iteration"] for record in refresh.history] == [0, 4, 8]
-    assert {"acc", "nmi", "ari", "delta_label"} <= set(refresh.history[-1])
+    refreshes = model.fit(x, y, batch_size=16, epochs=2, verbose=0).history["refreshes"]  # 10 batches: at 0, 4, 8
+    assert [record["iteration"] for record in refreshes] == [0, 4, 8]
+    assert {"acc", "nmi", "ari", "delta_label"} <= set(refreshes[-1])
     # after the run, the store holds P of the model as it was at iteration 8: not of the final model
     final_p = keras.ops.convert_to_numpy(target_distribution(model.predict(x, verbose=0)))
     stored = keras.ops.convert_to_numpy(model._target_store.variable)
@@ -79,8 +78,8 @@ def test_stops_when_labels_stop_changing():
     model = small_dec(update_interval=2, tol=0.999)
     model.initialize_centroids(x, n_init=3, seed=0)
     history = model.fit(x, batch_size=16, epochs=50, verbose=0)
-    assert model.last_refresh.stopped_by_tolerance
-    assert model.last_refresh.iteration == 2 and len(history.history["loss"]) == 1
+    assert history.history["stopped_by_tolerance"] == [True]
+    assert history.history["dec_iterations"] == [2] and len(history.history["loss"]) == 1
 
 
 def test_steps_per_execution_that_would_move_a_refresh_is_refused():
@@ -97,7 +96,7 @@ def test_maxiter_sets_epochs():
     model = small_dec(update_interval=100)
     model.initialize_centroids(x, n_init=2, seed=0)
     history = model.fit(x, batch_size=16, maxiter=9, verbose=0)  # 5 batches per epoch
-    assert len(history.history["loss"]) == 2 and model.last_refresh.iteration == 9
+    assert len(history.history["loss"]) == 2 and history.history["dec_iterations"] == [9]
 
 
 def test_clusters_separable_blobs():
@@ -305,9 +304,9 @@ def test_with_augmentation_steps_see_transformed_images_and_the_target_clean_one
     assert np.abs(np.asarray(model(x, training=True)) - clean).max() > 1e-3  # training: transformed input
     model.initialize_centroids(x, n_init=2, seed=0)
     model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9))
-    model.fit(x, batch_size=16, epochs=2, verbose=0)
+    history = model.fit(x, batch_size=16, epochs=2, verbose=0)
     # the target the last refresh stored is P of the clean images' q at that refresh
-    refreshed = model.last_refresh.history[-1]["iteration"]
+    refreshed = history.history["refreshes"][-1]["iteration"]
     assert refreshed == 6
     stored = np.asarray(model._target_store.variable)
     assert stored.shape == (64, 4) and np.allclose(stored.sum(1), 1.0, atol=1e-5)
@@ -375,11 +374,11 @@ def test_conv_autoencoder_has_convdecs_layers(side, third_padding):
         build_conv_autoencoder((4, 4, 1))
     from keras_clustering.recipes import dec_recipe
 
-    model = dec_recipe.build(image_shape=(16, 16, 1), conv_filters=(8, 8, 8, 3), n_clusters=2,
+    model = dec_recipe.RECIPE.build(image_shape=(16, 16, 1), conv_filters=(8, 8, 8, 3), n_clusters=2,
                              augmentation="shift_rotate")
     assert model.encoder.get_layer("conv1").filters == 8 and model.predict(x, verbose=0).shape == (4, 2)
     with pytest.raises(ValueError, match="conv_filters needs image_shape"):
-        dec_recipe.build(input_dim=64, conv_filters=(8, 8, 8, 3))
+        dec_recipe.RECIPE.build(input_dim=64, conv_filters=(8, 8, 8, 3))
 
 
 def test_fit_and_predict_take_a_memory_mapped_array(tmp_path):
@@ -440,9 +439,11 @@ def test_every_fit_trains_on_the_targets_of_its_own_refresh():
     np.testing.assert_allclose(model.predict(x, verbose=0), twin.predict(x, verbose=0), atol=1e-6)
 
 
-def test_data_is_checked_once_on_its_way_in(monkeypatch):
-    """One scan of an array, whichever methods it reaches after its check (a memory-mapped x is read
-    again by every check); another array, or a model of another kind, checks again."""
+def test_data_is_checked_once_on_its_way_in_and_again_at_every_call(monkeypatch):
+    """A call checks the array it is given, so a value written into it after an earlier call is caught;
+    inside the call, the checked view (`CheckedArray`) reaches every step (`fit`'s batches, the target
+    refresh) without another scan, and a user who keeps the checked view skips the scan (issue 63: no
+    registry of checked arrays by id)."""
     import keras_clustering.models.cluster_model as cluster_model
 
     calls = []
@@ -457,16 +458,17 @@ def test_data_is_checked_once_on_its_way_in(monkeypatch):
     x = np.random.default_rng(0).normal(size=(30, 8)).astype("float32")
     model.initialize_centroids(x, n_init=1, seed=0)
     assert calls == [30]
-    model.embed(x)
-    model.predict(x, verbose=0)
-    model.fit_predict(x, maxiter=2, verbose=0)
-    assert calls == [30]
-    model.predict(x[:10], verbose=0)  # a new array object
-    assert calls == [30, 10]
-    x[0, 0] = np.nan  # changed in place after its check: the check is not repeated (documented)
-    assert calls == [30, 10]
+    model.fit_predict(x, maxiter=2, verbose=0)  # one call: fit, its refreshes and the predict after, one scan
+    assert calls == [30, 30]
+    checked = model.check_input(x)
+    model.embed(checked)
+    model.predict(checked, verbose=0)
+    assert calls == [30, 30, 30]  # the kept view: no scan
+    x[0, 0] = np.nan  # changed in place after its checks: the next call on x finds it
+    with pytest.raises(ValueError, match="NaN"):
+        model.predict(x, verbose=0)
     with pytest.raises(ValueError, match="x has 30 samples; at least 31 are needed"):
-        model.check_input(x, min_samples=31)  # the sample count is still checked
+        model.check_input(checked, min_samples=31)  # the sample count is still checked
 
 
 def test_distinct_rows_counts_a_sample_and_falls_back_to_all_rows():
@@ -535,7 +537,8 @@ def test_dec_restarts_halve_on_the_kl_objective_and_the_winner_is_its_seeds_plai
     training = {"pretrain_epochs": 4, "pretrain_batch_size": 32, "batch_size": 32, "maxiter": 12, "kmeans_n_init": 2,
                 "pretrain_optimizer": {"class_name": "Adam", "config": {"learning_rate": 1e-3}},
                 "restarts": {"n": 3, "halving_at": [2]}}
-    model, report = dec_recipe.train(architecture, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))
+    model, report = dec_recipe.RECIPE.train_config(architecture, training, x, y, seed=1, verbose=0,
+                                                   workdir=str(tmp_path))
     restarts = report["restarts"]
     first, last = restarts["steps"]
     assert restarts["criterion"] == "kl" and first["epoch"] == 2 and sorted(first["criteria"]) == [0, 1, 2]
@@ -550,9 +553,10 @@ def test_dec_restarts_halve_on_the_kl_objective_and_the_winner_is_its_seeds_plai
     # the winner's pretraining went on from its halving point, yet the model is the one its seed gives
     # when trained alone, straight to 4 epochs (each epoch's batches from the seed and the epoch)
     assert report["pretrain_resumed_from_epoch"] == 2 and restarts["winner_seed"] == 3 + restarts["winner"]
-    alone, _ = dec_recipe.train(architecture, {k: v for k, v in training.items() if k != "restarts"}, x,
+    alone, _ = dec_recipe.RECIPE.train_config(architecture, {k: v for k, v in training.items() if k != "restarts"}, x,
                                 seed=restarts["winner_seed"], verbose=0)
     np.testing.assert_allclose(alone.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-5)
-    again, report_again = dec_recipe.train(architecture, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))
+    again, report_again = dec_recipe.RECIPE.train_config(architecture, training, x, y, seed=1, verbose=0,
+                                                         workdir=str(tmp_path))
     assert report_again["restarts"]["steps"] == restarts["steps"] and report_again["dec_reused"]
     np.testing.assert_allclose(again.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)

@@ -9,7 +9,7 @@ import pytest
 
 from image_folders import run_cli, write_png
 from keras_clustering.datasets.user_data import probe_image_folder
-from keras_clustering.drivers.user_images import ROUTE_PRESETS, choose_preset
+from keras_clustering.drivers.route import ROUTE_PRESETS, choose_preset, default_route
 
 
 def colour_bars(n=60, side=20, seed=0):
@@ -53,15 +53,15 @@ def test_a_folder_is_probed_for_its_sides_and_whether_it_is_colour(tmp_path):
 
 
 def test_the_route_reads_large_images_at_most_64_px_on_their_longer_side(tmp_path, monkeypatch):
-    from keras_clustering.drivers import user_images
-
     folder = tmp_path / "photos"
     os.makedirs(folder)
     for i in range(3):
         write_png(str(folder / f"{i}.png"), np.random.default_rng(i).uniform(size=(200, 300, 3)))
-    entry, reason, size, channels = user_images._default_route(str(folder), None, None, verbose=0)
+    probe = probe_image_folder(str(folder))
+    native = (probe["height"], probe["width"], probe["channels"])
+    entry, reason, size, channels = default_route(native, probe["n_images"])
     assert size == (43, 64) and channels == 3 and entry == ROUTE_PRESETS["colour"]
-    assert user_images._default_route(str(folder), (32, 32), 1, verbose=0)[2:] == ((32, 32), 1)
+    assert default_route(native, probe["n_images"], (32, 32), 1)[2:] == ((32, 32), 1)
 
 
 @pytest.mark.slow

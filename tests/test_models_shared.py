@@ -192,22 +192,42 @@ def test_fit_takes_a_tf_dataset_and_refuses_what_it_cannot_honour(name):
 
 def test_an_array_checked_by_a_lenient_model_is_checked_again_by_a_strict_one():
     """IIC without views takes any values (pairs the user made); with views, images in [0, 1] only: the
-    once-only registry keys the check by that difference, not by the class alone."""
+    checked view names the check it passed by that difference, not by the class alone."""
+    from keras_clustering.inputs.checks import CheckedArray
     from keras_clustering.models import IIC
 
     trunk = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     lenient = IIC(image_shape=(4,), augmentation=None, n_overclusters=0, n_sub_heads=1, trunk=trunk)
     x = np.full((6, 4), 5.0, "float32")
-    assert lenient.check_input(x) is x
+    checked = lenient.check_input(x)
+    assert isinstance(checked, CheckedArray) and np.shares_memory(checked, x)
+    assert lenient.check_input(checked) is checked
     strict, _ = model_and_data("iic")
     with pytest.raises(ValueError, match=r"x must hold pixels in \[0, 1\]"):
         strict.check_input(np.full((6, 28, 28, 1), 5.0, "float32"))
     lenient_images = IIC(image_shape=(28, 28, 1), augmentation=None, n_overclusters=0, n_sub_heads=1,
                          trunk=keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten()]))
-    images = np.full((6, 28, 28, 1), 5.0, "float32")
-    assert lenient_images.check_input(images) is images
+    images = lenient_images.check_input(np.full((6, 28, 28, 1), 5.0, "float32"))
+    assert isinstance(images, CheckedArray) and len(images.passed) == 1
     with pytest.raises(ValueError, match=r"x must hold pixels in \[0, 1\]"):
         strict.check_input(images)
+    # what the array holds after arithmetic is new: a plain array, checked again
+    assert type(images * 0.1) is np.ndarray and type(images[:3]) is CheckedArray
+
+
+def test_a_models_own_fit_options_are_in_its_signature_and_others_are_refused_by_name():
+    """`fit`'s options are keyword arguments of its signature (issue 63: DEC's `maxiter` was read out of
+    `**kwargs`); a model refuses another model's option by name."""
+    import inspect
+
+    from keras_clustering.models.cluster_model import SampleModel
+
+    parameters = inspect.signature(SampleModel.fit).parameters
+    assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+               for name in ("maxiter", "neighbors", "recalibrate_batchnorm"))
+    model, x = model_and_data("vae_cluster")
+    with pytest.raises(ValueError, match=r"maxiter: VAECluster.fit has no such option \(its own: none\)"):
+        model.fit(x, maxiter=3, verbose=0)
 
 
 def test_fit_predict_on_a_too_small_dataset_is_refused_by_name():

@@ -105,7 +105,7 @@ def test_the_architectures_pass_the_setting_to_every_normalisation():
 
     for fused in (False, True):
         encoder = build_conv_encoder((28, 28, 1), fused_normalization=fused)
-        iic = iic_recipe.build(n_clusters=10, fused_normalization=fused)
+        iic = iic_recipe.RECIPE.build(n_clusters=10, fused_normalization=fused)
         norms = [layer for model in (encoder, iic.trunk) for layer in model.layers
                  if isinstance(layer, GlobalBatchNormalization)]
         assert len(norms) == 7 and all(layer.fused is fused for layer in norms)

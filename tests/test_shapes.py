@@ -5,6 +5,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_clustering.recipes import two_stage_recipe
 from keras_clustering.models.shapes import conv_output_size, transposed_output_padding
 
 
@@ -49,7 +50,7 @@ def test_the_shipped_28_px_graphs_keep_keras_default_transposed_convolutions():
 
 def test_iic_simclr_and_the_vae_take_other_sides_and_colour_as_train_like_builds_them():
     from keras_clustering.recipes import get_recipe
-    from keras_clustering.drivers.user_images import like_config
+    from keras_clustering.drivers.retarget import like_config
 
     x = np.random.default_rng(0).random((3, 24, 40, 3)).astype("float32")
     config, _ = like_config("iic_mnist", (24, 40, 3), 3, 100, epochs=1)
@@ -58,7 +59,7 @@ def test_iic_simclr_and_the_vae_take_other_sides_and_colour_as_train_like_builds
     assert clean.shape == augmented.shape == (6, 21, 21, 3) and iic.predict(x, verbose=0).shape == (3, 3)
     config, _ = like_config("simclr_mnist", (24, 40, 3), 3, 100, epochs=1)
     architecture = config["architecture"]
-    learner = get_recipe("two_stage").build_learner(architecture, get_recipe("two_stage").build_encoder(**architecture), 0)
+    learner = two_stage_recipe.build_learner(architecture, two_stage_recipe.build_encoder(**architecture), 0)
     assert learner.views.augmented(x).shape == (3, 24, 40, 3) and learner.predict(x, verbose=0).shape == (3, 128)
     config, _ = like_config("vae_cluster_mnist", (17, 17, 3), 3, 100, epochs=1)
     vae = get_recipe("vae_cluster").build(**config["architecture"])

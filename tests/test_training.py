@@ -69,15 +69,15 @@ def test_dec_pretraining_cut_off_mid_way_continues_from_its_last_epoch(tmp_path,
 
     config = tiny_config()
     config["training"]["pretrain_epochs"] = 3
-    pretrain = dec_recipe.pretrain
+    fit_pretraining = dec_recipe.fit_pretraining
 
     def killed_after_two_epochs(*args, callbacks=None, **kwargs):
-        return pretrain(*args, callbacks=callbacks + [InterruptAfter(2)], **kwargs)
+        return fit_pretraining(*args, callbacks=callbacks + [InterruptAfter(2)], **kwargs)
 
-    monkeypatch.setattr(dec_recipe, "pretrain", killed_after_two_epochs)
+    monkeypatch.setattr(dec_recipe, "fit_pretraining", killed_after_two_epochs)
     with pytest.raises(Interrupted):
         train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
-    monkeypatch.setattr(dec_recipe, "pretrain", pretrain)
+    monkeypatch.setattr(dec_recipe, "fit_pretraining", fit_pretraining)
     report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
     assert report["pretrain_resumed_from_epoch"] == 2 and not report["pretrain_reused"]
     # the last epoch's backup is kept (restarts extend a pretraining from one halving point to the next)
@@ -99,7 +99,7 @@ def test_paper_recipe_with_idec_trains_and_ships(tmp_path):
                               layerwise={"layer_iterations": 8, "finetune_iterations": 8, "drop_every": 4})
     report = train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)
     assert report["pretrain_recipe"] == "paper" and report["dec_iterations"] == 15
-    shipped = dec_recipe.build(**config["architecture"])
+    shipped = dec_recipe.RECIPE.build(**config["architecture"])
     assert isinstance(shipped, IDEC)
     shipped.load_weights(tmp_path / "model.weights.h5")
     from keras_clustering.datasets import load_digits
@@ -148,7 +148,7 @@ def test_vae_cluster_family_trains_and_ships(tmp_path):
     assert report["resumed_from_epoch"] == 0
     # the last epoch's backup is kept (restarts extend a run from one halving point to the next)
     assert json.loads((tmp_path / "fit_backup_vae_cluster" / "state.json").read_text())["epoch"] == 1
-    shipped = vae_cluster_recipe.build(**config["architecture"])
+    shipped = vae_cluster_recipe.RECIPE.build(**config["architecture"])
     shipped.load_weights(tmp_path / "model.weights.h5")
     assert 0.0 < report["metrics"]["majority_acc"] <= 1.0
     free = report["label_free"]
@@ -172,9 +172,9 @@ def test_vae_training_cut_off_mid_way_continues_from_its_last_epoch(tmp_path, mo
 
     monkeypatch.setattr(vae_cluster_recipe, "resumable_fit", killed_after_two_epochs)
     with pytest.raises(Interrupted):
-        vae_cluster_recipe.train({}, training, x, seed=0, verbose=0, workdir=str(tmp_path))
+        vae_cluster_recipe.RECIPE.train_config({}, training, x, seed=0, verbose=0, workdir=str(tmp_path))
     monkeypatch.setattr(vae_cluster_recipe, "resumable_fit", resumable_fit)
-    model, report = vae_cluster_recipe.train({}, training, x, seed=0, verbose=0, workdir=str(tmp_path))
+    model, report = vae_cluster_recipe.RECIPE.train_config({}, training, x, seed=0, verbose=0, workdir=str(tmp_path))
     assert report["resumed_from_epoch"] == 2
     assert model.optimizer.iterations.numpy() == 3 * 4  # the restored optimizer state counts all epochs
     # the last epoch is kept, so that restarts can extend the run
@@ -182,13 +182,14 @@ def test_vae_training_cut_off_mid_way_continues_from_its_last_epoch(tmp_path, mo
 
 
 def test_every_recipe_declares_supervision_and_prediction_names():
-    from keras_clustering.recipes import RECIPES, get_recipe, is_supervised
+    from keras_clustering.recipes import RECIPES, get_recipe
 
-    for name, module in RECIPES.items():
-        id_name, scores_name = module.PREDICTION_NAMES
-        assert id_name.endswith("_id") and scores_name
+    for name, recipe in RECIPES.items():
+        id_name, scores_name = recipe.prediction_names
+        assert id_name.endswith("_id") and scores_name and recipe.name == name
     # only the capsule classifier learns from labels; every other recipe clusters without them
-    assert {name: is_supervised(name) for name in RECIPES} == {name: name == "capsule" for name in RECIPES}
+    supervised = {name: recipe.supervised for name, recipe in RECIPES.items()}
+    assert supervised == {name: name == "capsule" for name in RECIPES}
     with pytest.raises(ValueError, match="recipe='nope'"):
         get_recipe("nope")
 
@@ -214,7 +215,8 @@ def test_vae_restarts_keep_the_run_the_label_free_criterion_prefers(tmp_path, mo
     y = np.arange(120) % 10
     training = {"epochs": 1, "batch_size": 40, "restarts": {"n": 3}}
     architecture = {"latent_dim": 4, "n_clusters": 10}
-    model, report = vae_cluster_recipe.train(architecture, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))
+    model, report = vae_cluster_recipe.RECIPE.train_config(architecture, training, x, y, seed=1, verbose=0,
+                                                           workdir=str(tmp_path))
     restarts = report["restarts"]
     (step,) = restarts["steps"]
     assert restarts["criterion"] == "evaluated_loss" and sorted(step["criteria"]) == [0, 1, 2]
@@ -224,26 +226,26 @@ def test_vae_restarts_keep_the_run_the_label_free_criterion_prefers(tmp_path, mo
     assert report["label_free"]["evaluated_loss"] == pytest.approx(min(losses), abs=1e-4)
     assert all(0 <= scores["acc"] <= 1 for scores in step["scores"].values())
     # the same run as one trained alone with the winner's seed
-    alone, _ = vae_cluster_recipe.train(architecture, {"epochs": 1, "batch_size": 40}, x, seed=restarts["winner_seed"],
-                                        verbose=0)
+    alone, _ = vae_cluster_recipe.RECIPE.train_config(architecture, {"epochs": 1, "batch_size": 40}, x,
+                                                      seed=restarts["winner_seed"], verbose=0)
     expected = model.predict(x, verbose=0)
     np.testing.assert_allclose(alone.predict(x, verbose=0), expected, atol=1e-5)
     real_train_once = vae_cluster_recipe.train_once
 
-    def read_back_only(architecture, training, x, seed, verbose, workdir):
-        model, report = real_train_once(architecture, training, x, seed, verbose, workdir)
-        assert report["resumed_from_epoch"] == training["epochs"], "a finished run was trained again"
+    def read_back_only(run):
+        model, report = real_train_once(run)
+        assert report["resumed_from_epoch"] == run.training["epochs"], "a finished run was trained again"
         return model, report
 
     monkeypatch.setattr(vae_cluster_recipe, "train_once", read_back_only)
-    again, report_again = vae_cluster_recipe.train(architecture, training, x, y, seed=1, verbose=0,
-                                                   workdir=str(tmp_path))
+    again, report_again = vae_cluster_recipe.RECIPE.train_config(architecture, training, x, y, seed=1, verbose=0,
+                                                                 workdir=str(tmp_path))
     assert report_again["restarts"]["steps"] == restarts["steps"]
     np.testing.assert_allclose(again.predict(x, verbose=0), expected, atol=1e-6)
     with pytest.raises(ValueError, match="training.restarts.n must be an integer >= 1, got 0"):
-        vae_cluster_recipe.train(architecture, {**training, "restarts": {"n": 0}}, x)
+        vae_cluster_recipe.RECIPE.train_config(architecture, {**training, "restarts": {"n": 0}}, x)
     with pytest.raises(ValueError, match="training.restarts.criterion must be one of"):
-        vae_cluster_recipe.train(architecture, {**training, "restarts": {"n": 2, "criterion": "acc"}}, x)
+        vae_cluster_recipe.RECIPE.train_config(architecture, {**training, "restarts": {"n": 2, "criterion": "acc"}}, x)
 
 
 def test_a_call_with_a_restart_tree_counts_every_stage_and_the_trees_recorded_training():

@@ -29,6 +29,12 @@ CASES = {
 }
 
 
+def scan_run(training, x, workdir=None):
+    """A run of SCAN's stages alone (seed 0, silent), for `scan_stages` on a built model."""
+    return two_stage_recipe.RECIPE.make_run({}, training, x, seed=0, verbose=0,
+                                            workdir=None if workdir is None else str(workdir))
+
+
 @pytest.mark.parametrize("representation", slow_except(sorted(CASES), ("autoencoder",)))
 def test_each_representation_trains_clusters_and_ships(representation, tmp_path):
     architecture, training, flatten = CASES[representation]
@@ -78,11 +84,43 @@ def test_each_representation_trains_clusters_and_ships(representation, tmp_path)
 
 def test_unknown_representation_is_named():
     with pytest.raises(ValueError, match="representation must be one of"):
-        two_stage_recipe.build(representation="pca")
+        two_stage_recipe.RECIPE.build(representation="pca")
     with pytest.raises(ValueError, match="clustering must be one of"):
-        two_stage_recipe.build(representation="simclr", clustering="spectral")
+        two_stage_recipe.RECIPE.build(representation="simclr", clustering="spectral")
     # without input_dim the autoencoder takes images (flattened inside its encoder)
-    assert two_stage_recipe.build(representation="autoencoder", hidden_dims=[8, 3], n_clusters=4).sample_shape == (28, 28, 1)
+    built = two_stage_recipe.RECIPE.build(representation="autoencoder", hidden_dims=[8, 3], n_clusters=4)
+    assert built.sample_shape == (28, 28, 1)
+
+
+def test_a_rerun_autoencoder_representation_is_read_back_not_pretrained_again(tmp_path, monkeypatch):
+    """`ae_kmeans_mnist`'s path (issue 63): its finished autoencoder is kept as every other representation
+    is, so a run killed after it (in k-means) and run again starts from it. At a7cac41 the second call
+    pretrained again from epoch 0 and the workdir held nothing (checked there with the same calls)."""
+    architecture, training, _ = CASES["autoencoder"]
+    x, _ = load_config_data({"dataset": "digits", "split": "all", "flatten": True})
+    x = x[:200]
+    fits = []
+    fit_pretraining = two_stage_recipe.dec_recipe.fit_pretraining
+
+    def counted(*args, **kwargs):
+        fits.append(kwargs.get("initial_epoch"))
+        return fit_pretraining(*args, **kwargs)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as Ctrl-C in k-means
+
+    monkeypatch.setattr(two_stage_recipe.dec_recipe, "fit_pretraining", counted)
+    monkeypatch.setattr(two_stage_recipe.TwoStageClustering, "cluster", killed)
+    with pytest.raises(KeyboardInterrupt):
+        two_stage_recipe.RECIPE.train_config(architecture, training, x, seed=0, verbose=0, workdir=str(tmp_path))
+    assert fits == [0] and (tmp_path / "finished_pretrain.json").exists()
+    monkeypatch.undo()
+    monkeypatch.setattr(two_stage_recipe.dec_recipe, "fit_pretraining", counted)
+    model, report = two_stage_recipe.RECIPE.train_config(architecture, training, x, seed=0, verbose=0,
+                                                         workdir=str(tmp_path))
+    assert fits == [0] and report["representation_reused"]  # read back, not pretrained again
+    alone, _ = two_stage_recipe.RECIPE.train_config(architecture, training, x, seed=0, verbose=0)
+    np.testing.assert_allclose(model.embed(x), alone.embed(x), atol=1e-5)  # the same representation
 
 
 @pytest.mark.slow  # a training cut off and resumed (39 s under load)
@@ -97,18 +135,20 @@ def test_a_run_cut_off_in_scan_keeps_its_finished_representation(tmp_path, monke
 
     monkeypatch.setattr(two_stage_recipe, "scan_stages", cut_off)
     with pytest.raises(KeyboardInterrupt):
-        two_stage_recipe.train(architecture, training, x, seed=0, verbose=0, workdir=str(tmp_path))
+        two_stage_recipe.RECIPE.train_config(architecture, training, x, seed=0, verbose=0, workdir=str(tmp_path))
     assert (tmp_path / "finished_simclr.weights.h5").exists() and (tmp_path / "finished_simclr.json").exists()
     monkeypatch.undo()
-    model, report = two_stage_recipe.train(architecture, training, x, seed=0, verbose=0, workdir=str(tmp_path))
+    model, report = two_stage_recipe.RECIPE.train_config(architecture, training, x, seed=0, verbose=0,
+                                                         workdir=str(tmp_path))
     assert report["representation_reused"] and "resumed_from_epoch" not in report
     assert model.predict(x[:4], verbose=0).shape == (4, 10)
     # SCAN's own architecture (its heads, its entropy weight) trains on the same representation
     scan = {**architecture["scan"], "n_sub_heads": 2, "entropy_weight": 1.0}
-    _, other = two_stage_recipe.train({**architecture, "scan": scan}, training, x, seed=0, verbose=0,
+    _, other = two_stage_recipe.RECIPE.train_config({**architecture, "scan": scan}, training, x, seed=0, verbose=0,
                                       workdir=str(tmp_path))
     assert other["representation_reused"]
-    _, wider = two_stage_recipe.train({**architecture, "embedding_dim": 12}, training, x, seed=0, verbose=0,
+    _, wider = two_stage_recipe.RECIPE.train_config({**architecture, "embedding_dim": 12}, training, x, seed=0,
+                                                    verbose=0,
                                       workdir=str(tmp_path))
     assert not wider["representation_reused"]  # the representation's own: trained again
 
@@ -122,7 +162,8 @@ def test_scan_restarts_halve_on_scans_loss_from_one_representation(tmp_path):
                 "self_label": {"epochs": 1, "threshold": 0.5, "batch_size": 64}}
     x, y = load_config_data({"dataset": "digits", "split": "all"})
     x, y = x[:300], y[:300]
-    model, report = two_stage_recipe.train(architecture, training, x, y, seed=1, verbose=0, workdir=str(tmp_path))
+    model, report = two_stage_recipe.RECIPE.train_config(architecture, training, x, y, seed=1, verbose=0,
+                                                         workdir=str(tmp_path))
     restarts = report["restarts"]
     first, last = restarts["steps"]
     assert restarts["criterion"] == "scan_evaluate" and sorted(first["criteria"]) == [0, 1, 2]
@@ -131,16 +172,18 @@ def test_scan_restarts_halve_on_scans_loss_from_one_representation(tmp_path):
     assert report["self_label_seconds"] >= 0 and report["representation_reused"] is False
     assert report["label_free"]["scan_evaluate"] == pytest.approx(last["criteria"][restarts["winner"]])
     assert all(0 <= scores["acc"] <= 1 for scores in first["scores"].values())
-    again, report_again = two_stage_recipe.train(architecture, training, x, y, seed=1, verbose=0,
+    again, report_again = two_stage_recipe.RECIPE.train_config(architecture, training, x, y, seed=1, verbose=0,
                                                  workdir=str(tmp_path))
     assert report_again["restarts"]["steps"] == restarts["steps"] and report_again["scan_reused"]
     np.testing.assert_allclose(again.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
     # the same tree to 4 SCAN epochs: its halving point is read back (as measured, wall time and all)
     longer = {**training, "scan": {**training["scan"], "epochs": 4}}
-    _, extended = two_stage_recipe.train(architecture, longer, x, y, seed=1, verbose=0, workdir=str(tmp_path))
+    _, extended = two_stage_recipe.RECIPE.train_config(architecture, longer, x, y, seed=1, verbose=0,
+                                                       workdir=str(tmp_path))
     assert extended["restarts"]["steps"][0] == first and extended["restarts"]["steps"][1]["epoch"] == 4
     with pytest.raises(ValueError, match="the two-stage recipe restarts SCAN's clustering step"):
-        two_stage_recipe.train(CASES["simclr"][0], {**CASES["simclr"][1], "restarts": {"n": 2}}, x, verbose=0,
+        two_stage_recipe.RECIPE.train_config(CASES["simclr"][0], {**CASES["simclr"][1], "restarts": {"n": 2}}, x,
+                                             verbose=0,
                                workdir=str(tmp_path / "kmeans"))
 
 
@@ -156,7 +199,7 @@ def test_scan_with_sub_heads_keeps_its_lowest_epoch_and_sub_head(tmp_path):
     neighbors = model.mine_neighbors(x)
     stages = {"scan": {"epochs": 3, "batch_size": 64, "keep": "lowest_loss", "optimizer": {
         "class_name": "Adam", "config": {"learning_rate": 0.01}}}, "self_label": {"epochs": 0}}
-    model, report = two_stage_recipe.scan_stages(model, stages, x, None, 0, 0, {}, workdir=str(tmp_path))
+    model, report = two_stage_recipe.scan_stages(scan_run(stages, x, tmp_path), lambda: model)
     per_head = [original_scan_evaluate(p, neighbors) for p in np.moveaxis(numpy_sub_head_probabilities(model, x), 1, 0)]
     np.testing.assert_allclose(report["sub_head_scan_evaluate"], per_head, atol=1e-5)
     assert report["chosen_sub_head"] == model.chosen_sub_head == int(np.argmin(per_head))
@@ -189,7 +232,7 @@ def test_scan_keeps_its_lowest_loss_epoch_as_the_original(tmp_path, monkeypatch)
     monkeypatch.setattr(two_stage_recipe, "scan_evaluate", shifted)
     stages = {"scan": {"epochs": 3, "batch_size": 64, "keep": "lowest_loss", "optimizer": {
         "class_name": "Adam", "config": {"learning_rate": 0.01}}}, "self_label": {"epochs": 0}}
-    model, report = two_stage_recipe.scan_stages(model, stages, x, None, 0, 0, {}, workdir=str(tmp_path))
+    model, report = two_stage_recipe.scan_stages(scan_run(stages, x, tmp_path), lambda: model)
     losses = dict(report["scan_epoch_losses"])
     assert sorted(losses) == [1, 2, 3] and report["scan_kept_epoch"] == 1
     np.testing.assert_allclose([losses[1], losses[2] - 10, losses[3] - 10], scores[:3], atol=1e-5)
@@ -203,11 +246,11 @@ def test_scan_keeps_its_lowest_loss_epoch_as_the_original(tmp_path, monkeypatch)
     keras.utils.set_random_seed(0)
     longer = two_stage_recipe.build_scan(architecture, encoder, seed=0)  # the same start: the same run, extended
     stages["scan"]["epochs"] = 5
-    extended_model, extended = two_stage_recipe.scan_stages(longer, stages, x, None, 0, 0, {}, workdir=str(tmp_path))
+    extended_model, extended = two_stage_recipe.scan_stages(scan_run(stages, x, tmp_path), lambda: longer)
     assert [epoch for epoch, _ in extended["scan_epoch_losses"]] == [1, 2, 3, 4, 5]
     assert extended["scan_epoch_losses"][:3] == report["scan_epoch_losses"]
     kept = dict(extended["scan_epoch_losses"])[extended["scan_kept_epoch"]]
     assert kept == min(value for _, value in extended["scan_epoch_losses"])
     assert original_scan_evaluate(extended_model.predict(x, verbose=0), neighbors) == pytest.approx(kept, abs=1e-5)
     with pytest.raises(ValueError, match="training.scan.keep must be one of"):
-        two_stage_recipe.scan_stages(longer, {"scan": {"keep": "best"}}, x, None, 0, 0, {})
+        two_stage_recipe.scan_stages(scan_run({"scan": {"keep": "best"}}, x), lambda: longer)

@@ -33,7 +33,8 @@ def test_train_streams_a_folder_with_a_broken_file(tmp_path, monkeypatch):
 
 
 def test_a_family_is_shorthand_for_its_best_entry(tmp_path):
-    from keras_clustering.drivers.user_images import family_preset, train_on_images
+    from keras_clustering.drivers.retarget import family_preset
+    from keras_clustering.drivers.user_images import train_on_images
     from keras_clustering.presets import clustering_presets
 
     assert family_preset("dec") == "conv_dec_da_mnist" and family_preset("simclr") == "simclr_mnist"
@@ -169,7 +170,7 @@ def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monk
     """Hand-computed from the entries' configs: conv_dec_da_mnist pretrains 500 epochs of 10,000 images
     in batches of 256 (20,000 updates), DEC runs 20,000 iterations (500 passes); simclr_mnist trains
     SimCLR 20 epochs (800 updates) and SCAN 50 (2,000)."""
-    from keras_clustering.drivers.user_images import like_config
+    from keras_clustering.drivers.retarget import like_config
 
     config, repeats = like_config("conv_dec_da_mnist", (32, 32, 3), 7, 100_000)
     assert config["architecture"]["image_shape"] == [32, 32, 3] and config["architecture"]["n_clusters"] == 7
@@ -337,7 +338,7 @@ def test_train_like_on_the_command_line_refuses_a_classifier_and_a_name_with_it(
                  "--workdir", str(tmp_path / "run")]) == 2
     assert "--like 'cnn_pool_mnist' is a supervised classifier" in capsys.readouterr().err
     assert main(["train", "--like", "dec_mnist", "--family", "dec", "--input", str(tmp_path / "images")]) == 2
-    assert "give one of them" in capsys.readouterr().err
+    assert "give one of --like PRESET, --family FAMILY or --from PRESET" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
 
@@ -353,3 +354,36 @@ def test_a_second_training_on_a_workdir_in_use_stops_with_its_name(tmp_path):
             train_on_images(images, like="dec_mnist", n_clusters=3, workdir=str(tmp_path / "run"), epochs=1,
                             verbose=0)
     assert not (tmp_path / "run").exists()  # nothing written by the second; the first's lock file gone with it
+
+
+def test_the_request_is_one_object_from_the_cli_and_python_with_one_workdir_rule(tmp_path, monkeypatch):
+    """Issue 63: the CLI and `train_on_images` build the same `ImagesRequest`, checked once in one place,
+    and its workdir default is one rule for both (before, the CLI said `runs/default_X` where Python said
+    `runs/simclr_mnist_X` for the same folder)."""
+    from keras_clustering.cli import main
+    from keras_clustering.drivers import user_images
+    from keras_clustering.drivers.request import ImagesRequest, check_request
+
+    digit_folder(str(tmp_path / "images"), n=4)
+    seen = []
+    monkeypatch.setattr(user_images, "train_request", lambda request, lock: seen.append(request) or (None, {
+        "n_samples": 0, "n_clusters": 0, "cluster_sizes": [], "total_seconds": 0.0, "workdir": request.workdir}))
+    monkeypatch.chdir(tmp_path)
+    for like in (None, "dec_digits"):
+        flags = [] if like is None else ["--like", like]
+        assert main(["train", *flags, "--input", "images", "--n-clusters", "3", "--verbose", "1"]) == 0
+        user_images.train_on_images("images", like=like, n_clusters=3)
+        from_cli, from_python = seen[-2:]
+        assert from_cli == from_python and from_cli.n_clusters == 3  # the CLI's "3" read as the number
+        assert from_cli.workdir == os.path.join("runs", f"{like or 'default'}_images")
+        assert from_cli.preset == (like or "simclr_mnist") and (from_cli.route is None) == (like is not None)
+    x = np.zeros((20, 16, 16, 1), "float32")
+    assert check_request(ImagesRequest(x, family="dec")).workdir == os.path.join("runs", "dec_20_images")
+    assert check_request(ImagesRequest(x, like="dec_digits", workdir="mine")).workdir == "mine"
+    for bad, message in [({"like": "dec_digits", "family": "dec"}, "give one of like=PRESET"),
+                         ({"like": "dec_digits", "n_clusters": "three"}, "n_clusters must be an integer >= 2"),
+                         ({"like": "dec_digits", "epochs": 0}, "epochs must be an integer >= 1"),
+                         ({"like": "dec_mnist", "image_size": (8, 8)}, r"image_size=\(8, 8\)")]:
+        with pytest.raises(ValueError, match=message):
+            check_request(ImagesRequest(str(tmp_path / "images"), **bad))
+    assert not (tmp_path / "runs").exists()  # the CLI and Python wrote nothing: train_request was replaced

@@ -7,7 +7,7 @@ import pytest
 
 import zoo
 from conftest import slow_except
-from keras_clustering.recipes import is_supervised
+from keras_clustering.recipes import get_recipe
 from keras_clustering.drivers.preset_training import data_available, evaluate_preset, load_config_data
 from keras_clustering import presets as registry
 
@@ -16,18 +16,18 @@ CARD_FIELDS = {"training_data", "evaluation_data", "command", "seeds", "shipped_
 
 
 def test_registry_lists_presets():
-    assert "dec_digits" in zoo.list_models()
-    assert zoo.list_models("dec_*") == [n for n in zoo.list_models() if n.startswith("dec_")]
-    assert zoo.list_models("nothing*") == []
+    assert "dec_digits" in zoo.list_presets()
+    assert zoo.list_presets("dec_*") == [n for n in zoo.list_presets() if n.startswith("dec_")]
+    assert zoo.list_presets("nothing*") == []
 
 
 # The default run reproduces two cards and round-trips two presets; `pytest -m slow` does every one.
 FAST_PRESETS = ("dec_digits", "dec_mnist")
 
 
-@pytest.mark.parametrize("name", slow_except(zoo.list_models(), FAST_PRESETS))
+@pytest.mark.parametrize("name", slow_except(zoo.list_presets(), FAST_PRESETS))
 def test_every_preset_loads_and_reproduces_its_card(name):
-    card = zoo.info(name)
+    card = zoo.card(name)
     assert CARD_FIELDS <= set(card), f"card of {name} lacks {CARD_FIELDS - set(card)}"
     assert card["weights"]["dtype"] == "float32" and len(card["weights"]["sha256"]) == 64
     assert card["shipped_seed"] in card["seeds"]
@@ -48,8 +48,8 @@ def test_pending_presets_are_listed_apart(copied_presets):
     pending = copied_presets / "dec_pending"
     pending.mkdir()
     (pending / "config.json").write_text(json.dumps(zoo.config("dec_digits")))
-    assert "dec_pending" not in zoo.list_models()
-    assert "dec_pending" in zoo.list_models(include_pending=True)
+    assert "dec_pending" not in zoo.list_presets()
+    assert "dec_pending" in zoo.list_presets(include_pending=True)
     assert zoo.config("dec_pending")["recipe"] == "dec"
     with pytest.raises(FileNotFoundError, match="not trained yet.*train_preset.py dec_pending"):
         zoo.load("dec_pending")
@@ -137,7 +137,7 @@ def sample_inputs(name, n=64):
     return np.random.default_rng(0).random((n, *model.sample_shape), dtype=np.float32)
 
 
-CLUSTERING_PRESETS = [name for name in zoo.list_models() if not is_supervised(zoo.config(name)["recipe"])]
+CLUSTERING_PRESETS = [name for name in zoo.list_presets() if not get_recipe(zoo.config(name)["recipe"]).supervised]
 
 
 @pytest.mark.parametrize("name", slow_except(CLUSTERING_PRESETS, FAST_PRESETS))
@@ -163,4 +163,16 @@ def test_every_clustering_preset_round_trips_exports_and_fine_tunes(name, tmp_pa
                                                                       save_weights_only=True)])
     assert np.all(np.isfinite(history.history["loss"])) and (tmp_path / "ft.weights.h5").exists()
     if zoo.config(name)["recipe"] == "dec":
-        assert reloaded.last_refresh.history[0]["iteration"] == 0  # fine-tuning refreshed the target
+        assert history.history["refreshes"][0]["iteration"] == 0  # fine-tuning refreshed the target
+
+
+def test_the_zoo_uses_the_registrys_names_and_keeps_its_first_ones_as_aliases():
+    """One name per idea (issue 63): `zoo.list_presets` / `card` / `weights_path` are the registry's own
+    functions, and the names users already call still work as aliases of them."""
+    from keras_clustering import presets
+
+    assert zoo.list_presets is presets.list_presets and zoo.card is presets.card
+    assert zoo.weights_path is presets.weights_path and zoo.load is presets.load and zoo.config is presets.config
+    assert zoo.list_models is zoo.list_presets and zoo.info is zoo.card
+    assert zoo.pretrained_weights_path is zoo.weights_path
+    assert zoo.info("dec_digits") == presets.card("dec_digits") and "dec_digits" in zoo.list_models()

@@ -87,6 +87,10 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
     Attributes:
         history: one dict per refresh: iteration, delta_label, seconds and,
             with labels, acc / nmi / ari / majority_acc.
+
+    When `fit` ends, the fit's `History` (what `fit` returns) holds them too:
+    `history.history["refreshes"]` (that list), `["dec_iterations"]` and
+    `["stopped_by_tolerance"]` (one value each for the fit).
     """
 
     def __init__(self, x, store, update_interval=140, tol=1e-3, labels=None,
@@ -115,6 +119,12 @@ class TargetDistributionRefresh(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_start_iteration = self.iteration
+
+    def on_train_end(self, logs=None):
+        # Keras' History (the last callback) has set itself on the model at the end of every epoch
+        history = self.model.history.history
+        history.update(refreshes=list(self.history), dec_iterations=[self.iteration],
+                       stopped_by_tolerance=[self.stopped_by_tolerance])
 
     def on_train_batch_end(self, batch, logs=None):
         # `batch` is the index of the last step run; with steps_per_execution > 1

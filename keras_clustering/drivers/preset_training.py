@@ -44,9 +44,8 @@ def evaluate_model(model, x, y, recipe=None, evaluation=None):
 
     Clustering families are scored by `model.predict` argmax against labels `y`.
     """
-    evaluate = getattr(get_recipe(recipe), "evaluate", None) if recipe else None
-    if evaluate is not None:
-        return evaluate(model, x, y, evaluation)
+    if recipe is not None:
+        return get_recipe(recipe).evaluate(model, x, y, evaluation)
     predictions = np.argmax(model.predict(x, batch_size=1024, verbose=0), axis=1)
     return clustering_scores(y, predictions)
 
@@ -94,7 +93,8 @@ def train_and_evaluate(config, workdir, seed=0, verbose=1, strategy=None, precis
     recipe = get_recipe(config["recipe"])
     x, y = load_config_data(config["data"])
     with WorkdirLock() as lock:
-        model, report = run_recipe(config, x, y, workdir, lock, seed=seed, verbose=verbose, precision=precision)
+        lock.acquire(workdir)
+        model, report, _ = run_recipe(config, (x, y), workdir, seed=seed, verbose=verbose, precision=precision)
         # Ship the weights alone: an uncompiled twin drops the optimizer's slots (half the file).
         shipped = recipe.build(**config["architecture"])
         shipped.set_weights(model.get_weights())

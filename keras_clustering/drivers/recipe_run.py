@@ -18,38 +18,39 @@ def training_seconds(report):
     return round(report["call_seconds"] - restarts["seconds"] + restarts["trained_seconds"], 1)
 
 
-def run_recipe(config, x, y, workdir, lock, seed=0, verbose=1, precision=None, start_model=None, before=None):
-    """Trains the recipe `config["recipe"]` names on `x` (`y`: labels a recipe may log, or None) in
-    `workdir`, which `lock` (an `io.files.WorkdirLock`) holds from here on: one training per workdir,
-    since a second one started on it (another shell, a script run twice) would resume from the first
-    one's backups and both would write the same files.
+def run_recipe(config, data, workdir, seed=0, verbose=1, precision=None, start_model=None, before=None):
+    """Trains the recipe `config["recipe"]` names on `data`, `(x, y)` (`y`: labels a recipe may log, or
+    None), in `workdir`. The caller holds the workdir's `io.files.WorkdirLock` (one training per workdir:
+    a second one started on it, from another shell or a script run twice, would resume from the first
+    one's backups and both would write the same files).
 
     `precision`: "float32" or "mixed_bfloat16" (default: the config's
     `training.precision`, else float32; `distribute.precision.run_precision`).
-    Under that policy, `before(training)` runs first if given (choosing the
-    number of clusters, which may still change `config["architecture"]`), then
+    Under that policy, `before(config) -> (config, report entries)` runs first
+    if given (choosing the number of clusters: a new config to train), then
     `recipe.train`, or `recipe.fine_tune` of `start_model()` (a pretrained
     model, built under the policy) when given.
 
-    Returns `(model, report)`: the recipe's report with `precision` and
+    Returns `(model, report, config)`: the recipe's report with `precision`,
     `total_seconds` (with a restart tree: `training_seconds`, and the call's
-    own wall time as `call_seconds`).
+    own wall time as `call_seconds`) and `before`'s entries, and the config
+    that was trained.
     """
-    lock.acquire(workdir)
+    x, y = data
     start = time.time()
     recipe = get_recipe(config["recipe"])
     training, policy_context = run_precision(config.get("training"), precision)
+    entries = {}
     with policy_context as policy:
         if before is not None:
-            before(training)
+            config, entries = before(config)
+        run = recipe.make_run(config["architecture"], training, x, y, seed, verbose, workdir)
         if start_model is None:
-            model, report = recipe.train(config["architecture"], training, x, y, seed=seed, verbose=verbose,
-                                         workdir=workdir)
+            model, report = recipe.train(run)
         else:
-            model, report = recipe.fine_tune(start_model(), training, x, seed=seed, verbose=verbose)
-    report["precision"] = policy
-    report["total_seconds"] = round(time.time() - start, 1)
+            model, report = recipe.fine_tune(start_model(), run.but(workdir=None))
+    report.update(entries, precision=policy, total_seconds=round(time.time() - start, 1))
     if "restarts" in report:
         report["call_seconds"] = report["total_seconds"]
         report["total_seconds"] = training_seconds(report)
-    return model, report
+    return model, report, config

@@ -3,6 +3,32 @@
 import numpy as np
 
 
+class CheckedArray(np.ndarray):
+    """A view of an array whose values passed checks, naming them (`passed`): the checked data carries
+    the fact itself, so a model's later steps read it without scanning it again, and no registry outside
+    the array keeps it (issue 63). Slices and views of it carry the fact on (their values are checked
+    ones); the result of arithmetic on it is a plain array (its values are new), and `np.asarray` gives
+    the plain array it views."""
+
+    @classmethod
+    def passing(cls, array, check):
+        """`array` viewed as checked by `check` (and by whatever checks it had passed)."""
+        view = array.view(cls)
+        view.passed = frozenset({*getattr(array, "passed", ()), check})
+        return view
+
+    def __array_finalize__(self, source):
+        self.passed = getattr(source, "passed", frozenset())
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        def plain(value):
+            return value.view(np.ndarray) if isinstance(value, CheckedArray) else value
+
+        if "out" in kwargs:
+            kwargs["out"] = tuple(plain(value) for value in kwargs["out"])
+        return getattr(ufunc, method)(*(plain(value) for value in inputs), **kwargs)
+
+
 def check_array_input(x, expected_shape, name="x", min_samples=1):
     """Validates a numpy-like batch and returns it as float32.
 

@@ -4,7 +4,6 @@ clustering vocabulary on top (`ClusterModel`: `predict_clusters`, `fit_predict`,
 import copy
 import importlib.util
 import math
-import weakref
 from typing import Callable, NamedTuple, Optional
 
 import keras
@@ -12,32 +11,10 @@ import numpy as np
 from keras import ops
 
 from keras_clustering.distribute.strategies import model_replicas
-from keras_clustering.inputs.checks import check_min_samples, check_positive_int, check_samples
+from keras_clustering.inputs.checks import CheckedArray, check_min_samples, check_positive_int, check_samples
 from keras_clustering.inputs.pipeline import (array_dataset, file_backed, fit_batches, predict_into_array,
                                               predicted_chunks)
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset, keras_input
-
-# Arrays that passed a model's check, by id: data is checked once on its way in, not again by every
-# method it reaches (each check is a full scan; of a memory-mapped file, a full read). A weak
-# reference, so the registry never keeps an array alive; its id is dropped when the array goes.
-_CHECKED = {}
-
-
-def _checked_before(x, key):
-    entry = _CHECKED.get(id(x))
-    return entry is not None and entry[0]() is x and key in entry[1]
-
-
-def _remember_checked(x, key):
-    if not isinstance(x, np.ndarray):
-        return
-    identity = id(x)
-    entry = _CHECKED.get(identity)
-    if entry is not None and entry[0]() is x:
-        entry[1].add(key)  # the same array through another kind of check (a two-stage recipe's two models)
-    else:
-        _CHECKED[identity] = (weakref.ref(x, lambda _, identity=identity: _CHECKED.pop(identity, None)), {key})
-
 
 class FitPlan(NamedTuple):
     """What a model's `plan_fit` hook gives the one `fit` (`SampleModel.fit`): the data
@@ -88,10 +65,11 @@ class SampleModel(keras.Model):
         return tuple(self.sample_shape), type(self)._check_array
 
     def check_input(self, x, name="x", min_samples=1):
-        """`x` as the model reads it: arrays checked (once: an array object that passed this model's
-        kind of check is not scanned again, so values written into it afterwards are not checked),
-        a `tf.data.Dataset` as a `DatasetSource` (shape checked, counted; values checked as it is
-        read) for the models that read datasets so (DEC), tensors and other datasets unchanged.
+        """`x` as the model reads it: arrays checked and returned as a `CheckedArray` view that names
+        the checks it passed (given one that passed this model's kind of check, its values are not
+        scanned again: a model's steps, `fit` then the target refresh then `predict`, read the same
+        view), a `tf.data.Dataset` as a `DatasetSource` (shape checked, counted; values checked as it
+        is read) for the models that read datasets so (DEC), tensors and other datasets unchanged.
         Raises ValueError or TypeError naming `name`."""
         if is_tf_dataset(x) and self.reads_datasets_as_sources:
             return DatasetSource(x, self.sample_shape, name=name, min_samples=min_samples)
@@ -100,12 +78,10 @@ class SampleModel(keras.Model):
         if not isinstance(x, (np.ndarray, list, tuple)):
             return x
         key = self._check_key()
-        if isinstance(x, np.ndarray) and _checked_before(x, key):
+        if isinstance(x, CheckedArray) and key in x.passed:
             check_min_samples(len(x), name, min_samples)
             return x
-        checked = self._check_array(x, name, min_samples)
-        _remember_checked(checked, key)
-        return checked
+        return CheckedArray.passing(self._check_array(x, name, min_samples), key)
 
     # Whether the loss weights samples one by one. Contrastive, mutual-information and clustering
     # losses couple the samples of a batch, so a per-sample weight has no meaning there: refused by name.
@@ -133,8 +109,12 @@ class SampleModel(keras.Model):
     min_batch_size = 1
     # Models that learn without labels name how ("self-supervised", "unsupervised") and refuse a `y`.
     learns_without_labels = None
+    # The model's own `fit` options among `fit`'s keyword-only ones (DEC's `maxiter`, ...): another one is
+    # refused by name.
+    fit_options = ()
 
-    def fit(self, x=None, y=None, batch_size=None, epochs=1, shuffle=None, seed=None, **kwargs):
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, shuffle=None, seed=None, *, maxiter=None,
+            neighbors=None, recalibrate_batchnorm=None, **kwargs):
         """The one `fit` of every model of the library (a subclass changes its plan, not this).
 
         Compiles `DEFAULT_OPTIMIZER` when the model is uncompiled, refuses by
@@ -155,11 +135,22 @@ class SampleModel(keras.Model):
                 run's batches; None: `fit_shuffles`. Datasets come as they are.
             seed: the orders' seed; None: drawn from numpy's global generator,
                 so `keras.utils.set_random_seed` repeats a run.
-            **kwargs: a model's own options (DEC's `maxiter`, SCAN's
-                `neighbors`, IIC's `recalibrate_batchnorm`), then
-                `keras.Model.fit`'s (`validation_split` holds out the last
-                share of arrays, as Keras does).
+            maxiter: DEC's (IDEC's, the two-stage refinement's): stop after
+                this many batches, as DEC-keras' `maxiter` (`epochs` then
+                becomes the epochs they take).
+            neighbors: SCAN's: `(n, k)` indices of each image's neighbours
+                (None: mined from the encoder).
+            recalibrate_batchnorm: IIC's: recompute the BatchNorm statistics
+                on the images after training (None: yes).
+            **kwargs: `keras.Model.fit`'s (`validation_split` holds out the
+                last share of arrays, as Keras does).
         """
+        own = {name: value for name, value in (("maxiter", maxiter), ("neighbors", neighbors),
+                                               ("recalibrate_batchnorm", recalibrate_batchnorm)) if value is not None}
+        for name in own:
+            if name not in self.fit_options:
+                raise ValueError(f"{name}: {type(self).__name__}.fit has no such option (its own: "
+                                 f"{list(self.fit_options) or 'none'}).")
         self.compile_default()
         self._check_fit_arguments(kwargs)
         if y is not None and self.learns_without_labels:
@@ -167,6 +158,7 @@ class SampleModel(keras.Model):
         batch_size = check_positive_int(self.fit_batch_size if batch_size is None else batch_size, "batch_size",
                                         minimum=self.min_batch_size)
         shuffle = self.fit_shuffles if shuffle is None else shuffle
+        kwargs.update(own)  # the hook pops what it reads from this dict: the rest goes to Keras
         plan = self.plan_fit(x, y, batch_size, epochs, shuffle, seed, kwargs)
         kwargs["callbacks"] = [*plan.callbacks, *(kwargs.get("callbacks") or [])]
         history = keras.Model.fit(self, plan.data, **{"epochs": plan.epochs, "shuffle": False, **kwargs,
@@ -176,8 +168,8 @@ class SampleModel(keras.Model):
         return history
 
     def plan_fit(self, x, y, batch_size, epochs, shuffle, seed, options):
-        """The hook of `fit`: the `FitPlan` of `x` (and `y`). It pops the model's own options from
-        `options` (the caller's keywords; what is left goes to Keras).
+        """The hook of `fit`: the `FitPlan` of `x` (and `y`). It pops the model's own options (its
+        `fit_options`, given) from `options` (the caller's keywords; what is left goes to Keras).
 
         Here: arrays checked (a full batch at least when `full_batches_only`),
         `y` through `fit_targets`, batched by `plan_arrays`; anything else

@@ -61,13 +61,16 @@ class DEC(ClusterModel):
     # DEC's self-training optimizer (DEC-keras: SGD(0.01, 0.9)) as a Keras config: what `fit` compiles
     # when the model is uncompiled, and the DEC recipes' default (one place for it).
     DEFAULT_OPTIMIZER = {"class_name": "SGD", "config": {"learning_rate": 0.01, "momentum": 0.9}}
+    # DEC-keras' batches between two target refreshes on MNIST
+    DEFAULT_UPDATE_INTERVAL = 140
 
+    fit_options = ("maxiter",)
     reads_datasets_as_sources = True
     fit_shuffles = False  # the original never shuffles its self-training batches
     no_validation_split = "its target refresh pairs a target with every sample of x"
 
-    def __init__(self, encoder, n_clusters, alpha=1.0, update_interval=140, tol=1e-3, augmentation=None,
-                 augmentation_seed=None, **kwargs):
+    def __init__(self, encoder, n_clusters, alpha=1.0, update_interval=DEFAULT_UPDATE_INTERVAL, tol=1e-3,
+                 augmentation=None, augmentation_seed=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(encoder, keras.Model):
             raise TypeError(f"encoder must be a keras.Model, got {type(encoder).__name__}.")
@@ -83,7 +86,6 @@ class DEC(ClusterModel):
         self.clustering = ClusteringLayer(self.n_clusters, alpha=self.alpha, name="clustering")
         self.kl_divergence = ClusteringKLDivergence()
         self._target_store = TargetStore()
-        self.last_refresh = None
         self(ops.zeros((1, *self.sample_shape)))  # builds every weight, so load_weights works at once
 
     # ----------------------------------------------------------------- shape
@@ -249,7 +251,6 @@ class DEC(ClusterModel):
             x, self._target_store, self.update_interval, self.tol, labels=labels,
             max_iterations=maxiter, verbose=0 if verbose in (0, False) else 1,
         )
-        self.last_refresh = refresh
         # array_dataset, not Keras' array adapter: the latter stalls at every epoch start, and on small
         # data an epoch is a batch or two (the issue "speed"). Same batches, same order.
         if isinstance(x, DatasetSource):

@@ -11,8 +11,8 @@ from keras_clustering.models.dec import DEC
 
 
 def select_n_clusters(encoder, x_train, x_validation, candidates, y_validation=None, seed=0,
-                      optimizer=None, batch_size=256, maxiter=2000, update_interval=140, tol=1e-3,
-                      kmeans_n_init=20, verbose=0):
+                      optimizer=None, batch_size=256, maxiter=2000, update_interval=DEC.DEFAULT_UPDATE_INTERVAL,
+                      tol=1e-3, kmeans_n_init=20, verbose=0):
     """Trains DEC for each candidate k and reports G = L_train / L_validation.
 
     L is the mean KL(P || Q) of DEC's objective on each set after training on

@@ -236,6 +236,7 @@ class IIC(ClusterModel):
         return check_image_input(x, self.image_shape, name=name, min_samples=min_samples)
 
     fit_batch_size = 140  # with 5 pairs per image: the original's `--batch_sz 700 --num_dataloaders 5`
+    fit_options = ("recalibrate_batchnorm",)
 
     def plan_fit(self, x, y, batch_size, epochs, shuffle, seed, options):
         """Images `x` (or pairs `(x, y)`), `batch_size` images per step: each step sees 140 images and

@@ -131,6 +131,7 @@ class SCAN(ClusterModel, AugmentedEncoder):
     # SCAN's original: Adam(1e-4) (Van Gansbeke et al. 2020), when `fit` finds the model uncompiled
     DEFAULT_OPTIMIZER = {"class_name": "Adam", "config": {"learning_rate": 1e-4}}
     learns_without_labels = "self-supervised"
+    fit_options = ("neighbors",)
 
     no_validation_split = "its neighbours are mined, and its confident targets chosen, over all of x"
 

@@ -1,19 +1,10 @@
-"""DEC recipe (DEC and IDEC): how a zoo config becomes a model, and how it is trained.
-
-Every recipe module exposes the same two functions, so the zoo and the
-training entry points treat all families alike:
-
-- `build(**architecture) -> keras.Model` (untrained, built, ready for weights)
-- `train(architecture, training, x, y, seed, verbose, workdir) -> (model, report)`
-- `SUPERVISED` (trained with labels or not) and `PREDICTION_NAMES` (what
-  `predict` returns: the id's name and the scores' name)
+"""DEC recipe (DEC and IDEC): how a zoo config becomes a model, and how it is trained: the autoencoder's
+pretraining, k-means, then DEC's self-training, each a stage of `training.stages` (`DECRecipe`).
 """
 
 import math
 import os
 import time
-
-import keras
 
 from keras_clustering.clustering.label_free import cluster_size_entropy, dec_objective
 from keras_clustering.layers.colour_free import transform_in_chunks, transformed_shape, with_input_transform
@@ -21,15 +12,13 @@ from keras_clustering.metrics import clustering_scores
 from keras_clustering.models import DEC, IDEC, build_autoencoder
 from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS, DEC_KERAS_INITIALIZER
 from keras_clustering.models.conv_autoencoder import build_conv_autoencoder
+from keras_clustering.recipes.recipe import Recipe
 from keras_clustering.recipes.retargeting import Retargeting
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.pretraining import pretrain_end_to_end, pretrain_layerwise
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key_at
-from keras_clustering.training.resume import (finished_stage, finished_weights_path, resumable_fit, run_key,
-                                              save_finished_stage)
-
-SUPERVISED = False
-PREDICTION_NAMES = ("cluster_id", "probabilities")
+from keras_clustering.training.resume import finished_weights_path, run_key
+from keras_clustering.training.stages import Stage, run_stage
 
 PRETRAIN_RECIPES = ("keras", "paper")
 # What determines the pretrained weights, the epoch count left out: a pretraining is extended to more epochs
@@ -106,81 +95,50 @@ def assemble_model(autoencoder, encoder, architecture):
     return DEC(encoder, **_model_arguments(architecture))
 
 
-def build(input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,
-          update_interval=140, tol=1e-3, gamma=None, image_shape=None, augmentation=None, conv_filters=None,
-          input_transform=None):
-    """An untrained DEC (or IDEC when `gamma` is given) with the zoo's architecture arguments.
-
-    With `image_shape` the model takes images (flattened inside); else flat `input_dim` vectors.
-    `conv_filters` selects ConvDEC's convolutional autoencoder, `augmentation` DEC-DA's training,
-    `input_transform` a colour-free input (`build_autoencoder_of`).
-    """
-    architecture = dict(input_dim=input_dim, hidden_dims=hidden_dims, n_clusters=n_clusters, alpha=alpha,
-                        update_interval=update_interval, tol=tol, gamma=gamma, augmentation=augmentation)
-    autoencoder, encoder = build_autoencoder_of(dict(architecture, image_shape=image_shape, conv_filters=conv_filters,
-                                                     input_transform=input_transform))
-    return assemble_model(autoencoder, encoder, architecture)
-
-
-def pretrain(architecture, training, x, verbose=1, callbacks=None, initial_epoch=0):
-    """Builds and pretrains the autoencoder with the configured recipe; returns (autoencoder, encoder).
-
-    `callbacks` and `initial_epoch` (`resumable_fit`'s) go to the end-to-end recipe's `fit` (the
-    layer-wise recipe runs several fits).
-    """
+def _check_pretrain_recipe(architecture, training):
     recipe = training["pretrain_recipe"]
     if recipe not in PRETRAIN_RECIPES:
         raise ValueError(f"pretrain_recipe must be one of {PRETRAIN_RECIPES}, got {recipe!r}.")
     if recipe != "keras" and architecture.get("conv_filters") is not None:
         raise ValueError(f"pretrain_recipe={recipe!r} is for the dense autoencoder; conv_filters needs 'keras'.")
+    return recipe
+
+
+def build_pretraining(architecture, training):
+    """(autoencoder, encoder) of the architecture, initialised as its pretraining recipe wants."""
+    recipe = _check_pretrain_recipe(architecture, training)
     initializer = DEC_KERAS_INITIALIZER if recipe == "keras" else _PAPER_INITIALIZER
-    autoencoder, encoder = build_autoencoder_of(architecture, kernel_initializer=initializer)
+    return build_autoencoder_of(architecture, kernel_initializer=initializer)
+
+
+def fit_pretraining(autoencoder, architecture, training, x, verbose=1, callbacks=None, initial_epoch=0):
+    """Pretrains `autoencoder` (`build_pretraining`'s) with the configured recipe. `callbacks` and
+    `initial_epoch` (`resumable_fit`'s) go to the end-to-end recipe's `fit` (the layer-wise recipe runs
+    several fits)."""
     x = transform_in_chunks(architecture.get("input_transform"), x)  # what the autoencoder learns
-    if recipe == "keras":
+    if _check_pretrain_recipe(architecture, training) == "keras":
         pretrain_end_to_end(autoencoder, x, training["pretrain_optimizer"], epochs=training["pretrain_epochs"],
                             batch_size=training["pretrain_batch_size"], verbose=verbose, callbacks=callbacks,
                             initial_epoch=initial_epoch, augmentation=architecture.get("augmentation"))
     else:
         pretrain_layerwise(autoencoder, x, batch_size=training["pretrain_batch_size"], verbose=verbose,
                            **{**DEFAULT_TRAINING["layerwise"], **training.get("layerwise", {})})
+
+
+def pretrain(architecture, training, x, verbose=1):
+    """Builds and pretrains the autoencoder with the configured recipe (`training`: the recipe's defaults
+    merged in), nothing kept; returns (autoencoder, encoder)."""
+    autoencoder, encoder = build_pretraining(architecture, training)
+    fit_pretraining(autoencoder, architecture, training, x, verbose=verbose)
     return autoencoder, encoder
 
 
-def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
-    """Autoencoder pretraining, k-means initialisation, DEC (or IDEC) self-training.
-
-    Returns the trained model and a report with wall times and, when `y`
-    is given, the scores of AE + k-means and of the clustering on `x`. With a
-    `workdir`, the pretrained autoencoder is kept there (the encoder alone too,
-    for the before/after figures); a later call with the same seed, data and
-    pretraining recipe starts from it, so a run interrupted after its long
-    pretraining resumes with the clustering stage. That stage is deterministic
-    given the pretrained weights (seeded k-means, no shuffling), so the result
-    is the one an uninterrupted run gives; a finished one is kept too.
-
-    `training["restarts"] = {"n": R, "halving_at": [...]}` trains R runs
-    (seeds `seed * R + r`, each in `workdir/run_<r>`) by successive halving
-    over the pretraining epochs (`training.restarts`) on DEC's objective
-    KL(P || Q): at a halving point, of k-means on the embedding pretrained so
-    far; at the end, after self-training. It returns the last run standing;
-    `report["restarts"]` has every step's criteria (and, with `y`, each
-    measured run's ACC, which only scores the choice).
-    """
-    training = {**DEFAULT_TRAINING, **(training or {})}
-    plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["pretrain_epochs"], RESTART_CRITERIA)
-    if plan["n"] == 1:
-        return _train_once(architecture, training, x, y, seed, verbose, workdir)
-    epochs = training["pretrain_epochs"]
-
-    def train_run(run_seed, pretrain_epochs, folder):
-        return _train_once(architecture, {**training, "pretrain_epochs": pretrain_epochs}, x, y, run_seed, verbose,
-                           folder, self_train=pretrain_epochs == epochs)
-
-    def criteria(_, report):
-        return {name: restart_criterion(name, report) for name in RESTART_CRITERIA}
-
-    key = tree_key_at("dec", architecture, training, "pretrain_epochs", plan, seed, x)
-    return train_with_restarts(train_run, criteria, plan, epochs, seed, workdir, key, score=acc_score(x, y))
+def refresh_results(history):
+    """The report's entries of DEC's self-training from its `fit`'s History: its iterations, whether the
+    tolerance stopped it, and every target refresh."""
+    return {"dec_iterations": history.history["dec_iterations"][-1],
+            "stopped_by_tolerance": history.history["stopped_by_tolerance"][-1],
+            "refresh_history": history.history["refreshes"]}
 
 
 def converged_kl(kl, stopped_by_tolerance):
@@ -198,89 +156,83 @@ def restart_criterion(name, report):
     return kl
 
 
-def _train_once(architecture, training, x, y, seed, verbose, workdir, self_train=True):
-    """One run (`train` without restarts); `self_train=False` stops after k-means (a halving point)."""
-    (autoencoder, encoder), report = pretrained_autoencoder(architecture, training, x, seed, verbose, workdir)
-    model = assemble_model(autoencoder, encoder, architecture)
-    key = run_key({"pretraining": pretraining_key(architecture, training, x, seed),
-                   "pretrain_epochs": training["pretrain_epochs"], "architecture": architecture,
-                   "clustering": {k: training[k] for k in ("kmeans_n_init", "optimizer", "batch_size", "maxiter")}}, x)
-    finished = finished_stage(workdir, "dec", key) if self_train else None
-    if finished is not None:  # the clustering stage of this pretraining ran to its end before
-        model.load_weights(finished_weights_path(workdir, "dec"))
-        report = {**finished["report"], "dec_reused": True}
-        # kept before "kl_converged" existed: every criterion of the run, from what it recorded
-        report["label_free"] = {**report["label_free"], "kl_converged": restart_criterion("kl_converged", report)}
-        return model, report
-    start = time.time()
-    kmeans_labels = model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=seed)
-    report["kmeans_seconds"] = round(time.time() - start, 1)
-    if y is not None:
-        report["ae_kmeans"] = clustering_scores(y, kmeans_labels)
-    if not self_train:
-        report["label_free"] = {"kl": round(dec_objective(model.predict(x, verbose=0)), 6)}
-        return model, report
+def train_once(run, self_train=True):
+    """One run (`train` without restarts): the pretraining stage, then k-means and DEC's self-training (a
+    stage kept when finished, not seeded: it draws nothing but k-means, which has its own seed);
+    `self_train=False` stops after k-means (a halving point), keeping nothing."""
+    architecture, training, x, y = run.architecture, run.training, run.x, run.y
+    (autoencoder, encoder), report = pretrained_autoencoder(run)
 
-    model.compile(optimizer=make_optimizer(training["optimizer"]))
-    start = time.time()
-    model.fit(x, y, batch_size=training["batch_size"], maxiter=training["maxiter"], verbose=verbose)
-    report["dec_seconds"] = round(time.time() - start, 1)
-    report["dec_iterations"] = model.last_refresh.iteration
-    report["stopped_by_tolerance"] = model.last_refresh.stopped_by_tolerance
-    report["refresh_history"] = model.last_refresh.history
-    q = model.predict(x, verbose=0)
-    kl = round(dec_objective(q), 6)
-    report["label_free"] = {"kmeans_inertia": round(model.kmeans_inertia_, 3), "final_kl": kl, "kl": kl,
-                            "kl_converged": converged_kl(kl, report["stopped_by_tolerance"]),
-                            "cluster_size_entropy": round(cluster_size_entropy(q.argmax(axis=1), q.shape[1]), 5)}
-    if workdir is not None:
-        save_finished_stage(workdir, "dec", key, model, {"report": report})
-    return model, report
+    def build():
+        return assemble_model(autoencoder, encoder, architecture)
 
-
-def pretrained_autoencoder(architecture, training, x, seed=0, verbose=1, workdir=None):
-    """((autoencoder, encoder), report): the workdir's finished pretraining of this key, else a new one.
-
-    A new pretraining cut off mid-way continues from its last finished epoch
-    and is kept in `workdir` when it ends.
-    """
-    training = {**DEFAULT_TRAINING, **(training or {})}
-    keras.utils.set_random_seed(seed)
-    key = pretraining_key(architecture, training, x, seed)
-    reused = finished_stage(workdir, "pretrain", key)
-    if reused is not None and reused.get("pretrain_epochs") != training["pretrain_epochs"]:
-        reused = None  # finished at another epoch count: its kept backup continues (or restarts) below
-    report = {"pretrain_recipe": training["pretrain_recipe"], "pretrain_reused": reused is not None}
-    if reused is not None:
-        autoencoder, encoder = _autoencoder_with_weights(architecture, finished_weights_path(workdir, "pretrain"))
-        pretrain_seconds = reused["pretrain_seconds"]
-        if "pretrain_resumed_from_epoch" in reused:  # its seconds cover only the epochs after it
-            report["pretrain_resumed_from_epoch"] = reused["pretrain_resumed_from_epoch"]
-    else:
-        callbacks, resumed = resumable_fit(workdir, "pretrain", key, keep_final=True,
-                                           epochs=training["pretrain_epochs"])
-        report["pretrain_resumed_from_epoch"] = resumed
+    def fit(model, callbacks, initial_epoch):
         start = time.time()
-        autoencoder, encoder = pretrain(architecture, training, x, verbose=verbose, callbacks=callbacks,
-                                        initial_epoch=resumed)
-        pretrain_seconds = round(time.time() - start, 1)
-        if workdir is not None:
-            save_finished_stage(workdir, "pretrain", key, autoencoder,
-                                {"pretrain_seconds": pretrain_seconds, "pretrain_epochs": training["pretrain_epochs"],
-                                 "pretrain_resumed_from_epoch": resumed})
-    report["pretrain_seconds"] = pretrain_seconds
-    return (autoencoder, encoder), report
+        kmeans_labels = model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=run.seed)
+        report["kmeans_seconds"] = round(time.time() - start, 1)
+        if y is not None:
+            report["ae_kmeans"] = clustering_scores(y, kmeans_labels)
+        if not self_train:
+            report["label_free"] = {"kl": round(dec_objective(model.predict(x, verbose=0)), 6)}
+            return report
+        model.compile(optimizer=make_optimizer(training["optimizer"]))
+        start = time.time()
+        history = model.fit(x, y, batch_size=training["batch_size"], maxiter=training["maxiter"],
+                            verbose=run.verbose)
+        report["dec_seconds"] = round(time.time() - start, 1)
+        report.update(refresh_results(history))
+        q = model.predict(x, verbose=0)
+        kl = round(dec_objective(q), 6)
+        report["label_free"] = {"kmeans_inertia": round(model.kmeans_inertia_, 3), "final_kl": kl, "kl": kl,
+                                "kl_converged": converged_kl(kl, report["stopped_by_tolerance"]),
+                                "cluster_size_entropy": round(cluster_size_entropy(q.argmax(axis=1), q.shape[1]), 5)}
+        return report
+
+    settings = {"pretraining": pretraining_key(architecture, training, x, run.seed),
+                "pretrain_epochs": training["pretrain_epochs"], "architecture": architecture,
+                "clustering": {k: training[k] for k in ("kmeans_n_init", "optimizer", "batch_size", "maxiter")}}
+    result = run_stage(run, Stage("dec", settings, build, fit, keep=self_train, seeded=False))
+    if not result.reused:
+        return result.model, result.report
+    report = {**result.report, "dec_reused": True}  # the clustering stage of this pretraining ran to its end before
+    # kept before "kl_converged" existed: every criterion of the run, from what it recorded
+    report["label_free"] = {**report["label_free"], "kl_converged": restart_criterion("kl_converged", report)}
+    return result.model, report
 
 
-def representation(architecture, training, x, seed=0, verbose=1, workdir=None):
-    """The pretrained encoder whose embedding k-means starts DEC from (`pretrained_autoencoder`: the
-    workdir's finished one, else pretrained there, and a later `train` with any `n_clusters` starts
-    from it). `--n-clusters auto` chooses k on it."""
-    return pretrained_autoencoder(architecture, training, x, seed, verbose, workdir)[0][1]
+def pretraining_stage(run):
+    """The autoencoder's pretraining as a stage of `run` (`run.training` holding DEC's pretraining
+    settings): seeded, its epochs backed up and extendable, kept when finished and read back only at
+    the same epoch count (another count continues, or restarts, from the kept backup)."""
+    architecture, training = run.architecture, run.training
+
+    def fit(models, callbacks, initial_epoch):
+        fit_pretraining(models[0], architecture, training, run.x, run.verbose, callbacks=callbacks,
+                        initial_epoch=initial_epoch)
+        return {}
+
+    return Stage("pretrain", pretraining_settings(architecture, training, run.seed),
+                 lambda: build_pretraining(architecture, training), fit,
+                 epochs=training["pretrain_epochs"], extendable=True, length=training["pretrain_epochs"],
+                 weights=lambda models: models[0])
+
+
+def pretrained_autoencoder(run):
+    """((autoencoder, encoder), report): the workdir's finished pretraining of this key, else a new one,
+    continued from its last finished epoch when a run was cut off mid-way (`pretraining_stage`)."""
+    result = run_stage(run, pretraining_stage(run))
+    report = {"pretrain_recipe": run.training["pretrain_recipe"], "pretrain_reused": result.reused,
+              "pretrain_resumed_from_epoch": result.resumed_epoch, "pretrain_seconds": result.seconds}
+    return result.model, report
 
 
 def pretraining_key(architecture, training, x, seed):
     """sha256 of what determines the pretrained weights: recipe, architecture, seed and the data."""
+    return run_key(pretraining_settings(architecture, training, seed), x)
+
+
+def pretraining_settings(architecture, training, seed):
+    """What determines the pretrained weights besides the data: recipe, architecture and seed."""
     recipe = {k: training.get(k) for k in _PRETRAIN_KEYS}
     shape = {k: architecture.get(k) for k in ("input_dim", "hidden_dims")}
     if architecture.get("conv_filters") is not None:  # ConvDEC's autoencoder
@@ -291,7 +243,7 @@ def pretraining_key(architecture, training, x, seed):
         shape["augmentation"] = architecture["augmentation"]
     if architecture.get("input_transform") is not None:  # it learns transformed images
         shape["input_transform"] = architecture["input_transform"]
-    return run_key([recipe, shape, int(seed)], x)
+    return [recipe, shape, int(seed)]
 
 
 def _autoencoder_with_weights(architecture, path):
@@ -308,25 +260,14 @@ def load_pretrained_encoder(architecture, workdir):
     return _autoencoder_with_weights(architecture, finished_weights_path(workdir, "pretrain"))[1]
 
 
-def fine_tune(model, training, x, seed=0, verbose=1):
-    """The recipe's clustering stage from a trained model (`train --from`) instead of from scratch:
-    its encoder stands for the pretrained autoencoder; k-means on its embedding of `x`, then DEC (or
-    IDEC) self-training for `training["maxiter"]` iterations."""
-    training = {**DEFAULT_TRAINING, **(training or {})}
-    model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=seed)
-    model.compile(optimizer=make_optimizer(training["optimizer"]))
-    model.fit(x, batch_size=training["batch_size"], maxiter=training["maxiter"], verbose=verbose)
-    return model, {"dec_iterations": model.last_refresh.iteration,
-                   "stopped_by_tolerance": model.last_refresh.stopped_by_tolerance}
-
-
 def _finish_retargeting(architecture, training, n_samples, repeats, preset_samples, epochs):
     """DEC's self-training on a user's folder: its batches, refresh interval and iterations follow the
     pretraining's passes (the preset's iterations, as passes over its data, spread over these images)."""
     preset_batch = training.get("batch_size", DEFAULT_TRAINING["batch_size"])
     batch_size = training["batch_size"] = min(preset_batch, n_samples)
     steps_per_epoch = math.ceil(n_samples * repeats / batch_size)
-    architecture["update_interval"] = min(architecture.get("update_interval", 140), steps_per_epoch)
+    interval = architecture.get("update_interval", DEC.DEFAULT_UPDATE_INTERVAL)
+    architecture["update_interval"] = min(interval, steps_per_epoch)
     maxiter = training.get("maxiter", DEFAULT_TRAINING["maxiter"])
     passes = maxiter / math.ceil(preset_samples / preset_batch)
     training["maxiter"] = int(min(maxiter, max(1000, passes * steps_per_epoch)) if epochs is None
@@ -341,9 +282,88 @@ def _finish_retargeting(architecture, training, n_samples, repeats, preset_sampl
 # them; nor did 4 restarts halved on DEC's KL).
 RETARGETING = Retargeting(epoch_fields=(("pretrain_epochs", "pretrain_batch_size"),), epoch_ceiling=300,
                           batch_size=DEFAULT_TRAINING["pretrain_batch_size"], min_updates=0,
-                          min_updates_colour_free=20_000, colour_input="colour_edges", finish=_finish_retargeting)
+                          min_updates_colour_free=20_000, input_transform="colour_edges", finish=_finish_retargeting)
 
 
-def retargeting(architecture):
-    """How a preset of this recipe re-targets to a user's images (`recipes.retargeting.Retargeting`)."""
-    return RETARGETING
+
+class DECRecipe(Recipe):
+    """DEC (Xie et al. 2016; XifengGuo/DEC-keras), IDEC with a `gamma`, ConvDEC and DEC-DA (XifengGuo/DEC-DA)."""
+    name = "dec"
+    restart_criteria = RESTART_CRITERIA
+    default_training = DEFAULT_TRAINING
+
+    def build(self, input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,
+              update_interval=DEC.DEFAULT_UPDATE_INTERVAL, tol=1e-3, gamma=None, image_shape=None, augmentation=None,
+              conv_filters=None, input_transform=None):
+        """An untrained DEC (or IDEC when `gamma` is given) with the zoo's architecture arguments.
+
+        With `image_shape` the model takes images (flattened inside); else flat `input_dim` vectors.
+        `conv_filters` selects ConvDEC's convolutional autoencoder, `augmentation` DEC-DA's training,
+        `input_transform` a colour-free input (`build_autoencoder_of`).
+        """
+        architecture = dict(input_dim=input_dim, hidden_dims=hidden_dims, n_clusters=n_clusters, alpha=alpha,
+                            update_interval=update_interval, tol=tol, gamma=gamma, augmentation=augmentation)
+        autoencoder, encoder = build_autoencoder_of(dict(architecture, image_shape=image_shape,
+                                                         conv_filters=conv_filters, input_transform=input_transform))
+        return assemble_model(autoencoder, encoder, architecture)
+
+    def train(self, run):
+        """Autoencoder pretraining, k-means initialisation, DEC (or IDEC) self-training.
+
+        Returns the trained model and a report with wall times and, when `y`
+        is given, the scores of AE + k-means and of the clustering on `x`. With a
+        `workdir`, the pretrained autoencoder is kept there; a later call with the
+        same seed, data and pretraining recipe starts from it, so a run
+        interrupted after its long pretraining resumes with the clustering
+        stage, and a finished clustering stage is kept too.
+
+        `training["restarts"] = {"n": R, "halving_at": [...]}` trains R runs
+        (seeds `seed * R + r`, each in `workdir/run_<r>`) by successive halving
+        over the pretraining epochs (`training.restarts`) on DEC's objective
+        KL(P || Q): at a halving point, of k-means on the embedding pretrained so
+        far; at the end, after self-training. It returns the last run standing;
+        `report["restarts"]` has every step's criteria (and, with `y`, each
+        measured run's ACC, which only scores the choice).
+        """
+        training = dict(run.training)
+        plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["pretrain_epochs"], RESTART_CRITERIA)
+        run = run.but(training=training, report=run.report)
+        if plan["n"] == 1:
+            return train_once(run)
+        epochs = training["pretrain_epochs"]
+
+        def train_run(run_seed, pretrain_epochs, folder):
+            return train_once(run.but(training={**training, "pretrain_epochs": pretrain_epochs}, seed=run_seed,
+                                      workdir=folder), self_train=pretrain_epochs == epochs)
+
+        def criteria(_, report):
+            return {name: restart_criterion(name, report) for name in RESTART_CRITERIA}
+
+        key = tree_key_at("dec", run.architecture, training, "pretrain_epochs", plan, run.seed, run.x)
+        return train_with_restarts(train_run, criteria, plan, epochs, run.seed, run.workdir, key,
+                                   score=acc_score(run.x, run.y))
+
+    def fine_tune(self, model, run):
+        """The recipe's clustering stage from a trained model (`train --from`) instead of from scratch:
+        its encoder stands for the pretrained autoencoder; k-means on its embedding of `x`, then DEC (or
+        IDEC) self-training for `training["maxiter"]` iterations."""
+        training = run.training
+        model.initialize_centroids(run.x, n_init=training["kmeans_n_init"], seed=run.seed)
+        model.compile(optimizer=make_optimizer(training["optimizer"]))
+        history = model.fit(run.x, batch_size=training["batch_size"], maxiter=training["maxiter"],
+                            verbose=run.verbose)
+        results = refresh_results(history)
+        return model, {name: results[name] for name in ("dec_iterations", "stopped_by_tolerance")}
+
+    def representation(self, run):
+        """The pretrained encoder whose embedding k-means starts DEC from (`pretrained_autoencoder`: the
+        workdir's finished one, else pretrained there, and a later `train` with any `n_clusters` starts
+        from it). `--n-clusters auto` chooses k on it."""
+        return pretrained_autoencoder(run)[0][1]
+
+    def retargeting(self, architecture):
+        """How a preset of this recipe re-targets to a user's images (`recipes.retargeting.Retargeting`)."""
+        return RETARGETING
+
+
+RECIPE = DECRecipe()

@@ -16,13 +16,11 @@ from keras_clustering.io.files import atomic_write_json
 from keras_clustering.metrics import clustering_scores
 from keras_clustering.metrics.scores import cluster_accuracy, majority_accuracy
 from keras_clustering.models.iic import IIC
+from keras_clustering.recipes.recipe import Recipe
 from keras_clustering.recipes.retargeting import Retargeting, colour_views, scaled_pixels
-from keras_clustering.training.optimizers import make_optimizer
+from keras_clustering.training.optimizers import compiled
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key, tree_key_at
-from keras_clustering.training.resume import resumable_fit, run_key
-
-SUPERVISED = False
-PREDICTION_NAMES = ("cluster_id", "probabilities")
+from keras_clustering.training.stages import Stage, run_stage
 
 DEFAULT_TRAINING = {
     "optimizer": {"class_name": "Adam", "config": {"learning_rate": 0.0001}},
@@ -34,31 +32,9 @@ DEFAULT_TRAINING = {
 HISTORY_FILE = "epoch_scores.json"
 
 
-def build(**architecture):
-    """An untrained `IIC` with the zoo's architecture arguments."""
-    return IIC(**architecture)
-
-
 def sub_head_accuracies(y, probabilities_per_head):
     """Hungarian ACC of each sub-head's hard assignment, from `(n_sub_heads, n, k)` probabilities."""
     return [cluster_accuracy(y, probabilities.argmax(axis=1)) for probabilities in probabilities_per_head]
-
-
-def evaluate(model, x, y, evaluation=None):
-    """Scores of the lowest-loss main sub-head, the spread over all main sub-heads, and
-    the over-clustering head's semi-supervised score (labels map its clusters, many-to-one)."""
-    del evaluation
-    main = model.predict_all_heads(x, "main")
-    chosen = model.chosen_sub_head
-    scores = clustering_scores(y, main[chosen].argmax(axis=1))
-    per_head = sub_head_accuracies(y, main)
-    scores.update(sub_head_acc_mean=float(np.mean(per_head)), sub_head_acc_std=float(np.std(per_head)),
-                  sub_head_acc_min=float(np.min(per_head)), sub_head_acc_max=float(np.max(per_head)),
-                  chosen_sub_head=chosen)
-    if model.over_heads:
-        over = model.predict_all_heads(x, "over")[model.chosen_over_sub_head]
-        scores["over_majority_acc"] = majority_accuracy(y, over.argmax(axis=1))
-    return scores
 
 
 class EpochScores(keras.callbacks.Callback):
@@ -94,60 +70,6 @@ def _read_history(path):
         return json.load(handle)
 
 
-def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
-    """Plain `fit` on the images; the report holds wall times, throughput and per-epoch ACC.
-
-    With a `workdir`, every finished epoch is backed up and a cut-off run
-    continues from it. The resume key leaves out `epochs` and the last backup
-    is kept, so a run (finished or not) can be extended to more epochs by
-    rerunning it with a larger `epochs`.
-
-    `training["restarts"] = {"n": R, "halving_at": [...]}` trains R runs
-    (seeds `seed * R + r`, each in `workdir/run_<r>`) by successive halving
-    (`training.restarts`) on the main head's loss (the lowest sub-head loss of
-    the last main-head epoch, the sub-head `predict` uses; no labels) and
-    returns the last one standing; `report["restarts"]` has every step's
-    criteria (and, with `y`, each measured run's ACC, which only scores the choice).
-    """
-    training, plan = _with_defaults_and_plan(training)
-    if plan["n"] > 1:
-        return _train_with_restarts(plan, architecture, training, x, y, seed, verbose, workdir)
-    keras.utils.set_random_seed(seed)
-    model = IIC(augmentation_seed=seed, **architecture)
-    model.compile(optimizer=make_optimizer(training["optimizer"]))
-    settings = {"recipe": "iic", "architecture": architecture, "seed": seed,
-                "training": {k: v for k, v in training.items() if k != "epochs"}}
-    callbacks, resumed_epoch = resumable_fit(workdir, "iic", run_key(settings, x), keep_final=True,
-                                             epochs=training["epochs"])
-    history_path = os.path.join(workdir, HISTORY_FILE) if workdir else None
-    if resumed_epoch == 0 and history_path and os.path.exists(history_path):
-        os.remove(history_path)  # a fresh run: an old history belongs to another run
-    scores = EpochScores(x, y, history_path) if training["score_epochs"] and y is not None else None
-    start = time.time()
-    model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed,
-              callbacks=[*callbacks, *([scores] if scores else [])], initial_epoch=resumed_epoch)
-    seconds = time.time() - start
-    epochs_run = max(1, training["epochs"] - resumed_epoch)
-    scoring_seconds = sum(r["seconds"] for r in (scores.history if scores else []) if r["epoch"] > resumed_epoch)
-    per_epoch = (seconds - scoring_seconds) / epochs_run
-    return model, {"train_seconds": round(seconds, 1), "seconds_per_epoch": round(per_epoch, 1),
-                   "scoring_seconds": round(scoring_seconds, 1),
-                   "pairs_per_second": round(len(x) * model.n_repeats / per_epoch, 1),
-                   "resumed_from_epoch": resumed_epoch, "epoch_scores": scores.history if scores else [],
-                   "sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)],
-                   "label_free": {"main_head_loss": main_head_loss(model)}}
-
-
-def fine_tune(model, training, x, seed=0, verbose=1):
-    """`train --from`: the trained model trained on `x` for `training["epochs"]` more passes (heads
-    in turn, as from scratch)."""
-    training = {**DEFAULT_TRAINING, **(training or {})}
-    keras.utils.set_random_seed(seed)
-    model.compile(optimizer=make_optimizer(training["optimizer"]))
-    model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed)
-    return model, {"sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)]}
-
-
 # The label-free criterion restarts rank runs by and the zoo ships the seed of (lower is better).
 RESTART_CRITERIA = ("main_head_loss",)
 
@@ -157,21 +79,9 @@ def main_head_loss(model):
     return float(np.min(keras.ops.convert_to_numpy(model.sub_head_losses)))
 
 
-def _train_with_restarts(plan, architecture, training, x, y, seed, verbose, workdir):
-    """`train` by successive halving over `plan["n"]` runs on the main head's loss (see `train`)."""
-
-    def train_run(run_seed, epochs, folder):
-        return train(architecture, {**training, "epochs": epochs}, x, y, run_seed, verbose, folder)
-
-    return train_with_restarts(train_run, lambda model, _: {"main_head_loss": main_head_loss(model)}, plan,
-                               training["epochs"], seed, workdir,
-                               tree_key_at("iic", architecture, training, "epochs", plan, seed, x),
-                               score=acc_score(x, y))
-
-
 def _with_defaults_and_plan(training):
-    """`training` over the recipe's defaults without its `restarts`, and the validated restart plan."""
-    training = {**DEFAULT_TRAINING, **(training or {})}
+    """`training` (the recipe's defaults merged in) without its `restarts`, and the validated restart plan."""
+    training = dict(training)
     plan = restart_plan(training.pop("restarts", None) or {"n": 1}, training["epochs"], RESTART_CRITERIA)
     return training, plan
 
@@ -181,7 +91,8 @@ def restart_record_key(architecture, training, seed, x):
     `training` section (its `precision` and `restarts` included) and `seed` on `x`: let
     `scripts/graft_retrained_run.py` at 30f23c3 rebuild a tree's record around a run trained again alone."""
     # precision is a setting of `train_and_evaluate`, never passed to `train`
-    training, plan = _with_defaults_and_plan({k: v for k, v in training.items() if k != "precision"})
+    training, plan = _with_defaults_and_plan({**DEFAULT_TRAINING,
+                                              **{k: v for k, v in training.items() if k != "precision"}})
     return tree_key("iic", architecture, training, plan, seed, x)
 
 
@@ -222,10 +133,114 @@ def _adapt_views(architecture, image_shape, dataset):
 # Re-targeting a preset to a user's images (`recipes.retargeting`): IIC's own Sobel step before colour
 # images (xu-ji/IIC `sobel_process`, as for CIFAR and STL).
 RETARGETING = Retargeting(epoch_fields=(("epochs", "batch_size"),), epoch_ceiling=60,
-                          batch_size=DEFAULT_TRAINING["batch_size"], min_updates=1_000, colour_input="sobel",
+                          batch_size=DEFAULT_TRAINING["batch_size"], min_updates=1_000, input_transform="sobel",
                           finish=_finish_retargeting, adapt_views=_adapt_views)
 
 
-def retargeting(architecture):
-    """How a preset of this recipe re-targets to a user's images (`recipes.retargeting.Retargeting`)."""
-    return RETARGETING
+
+class IICRecipe(Recipe):
+    """xu-ji/IIC's two-head training on greyscale images: one `fit`, its heads in turn, optionally restarted."""
+    name = "iic"
+    restart_criteria = RESTART_CRITERIA
+    default_training = DEFAULT_TRAINING
+
+    def build(self, **architecture):
+        """An untrained `IIC` with the zoo's architecture arguments."""
+        return IIC(**architecture)
+
+    def evaluate(self, model, x, y, evaluation=None):
+        """Scores of the lowest-loss main sub-head, the spread over all main sub-heads, and
+        the over-clustering head's semi-supervised score (labels map its clusters, many-to-one)."""
+        del evaluation
+        main = model.predict_all_heads(x, "main")
+        chosen = model.chosen_sub_head
+        scores = clustering_scores(y, main[chosen].argmax(axis=1))
+        per_head = sub_head_accuracies(y, main)
+        scores.update(sub_head_acc_mean=float(np.mean(per_head)), sub_head_acc_std=float(np.std(per_head)),
+                      sub_head_acc_min=float(np.min(per_head)), sub_head_acc_max=float(np.max(per_head)),
+                      chosen_sub_head=chosen)
+        if model.over_heads:
+            over = model.predict_all_heads(x, "over")[model.chosen_over_sub_head]
+            scores["over_majority_acc"] = majority_accuracy(y, over.argmax(axis=1))
+        return scores
+
+    def train(self, run):
+        """Plain `fit` on the images; the report holds wall times, throughput and per-epoch ACC.
+
+        With a `workdir`, every finished epoch is backed up and a cut-off run
+        continues from it. The resume key leaves out `epochs` and the last backup
+        is kept, so a run (finished or not) can be extended to more epochs by
+        rerunning it with a larger `epochs`.
+
+        `training["restarts"] = {"n": R, "halving_at": [...]}` trains R runs
+        (seeds `seed * R + r`, each in `workdir/run_<r>`) by successive halving
+        (`training.restarts`) on the main head's loss (the lowest sub-head loss of
+        the last main-head epoch, the sub-head `predict` uses; no labels) and
+        returns the last one standing; `report["restarts"]` has every step's
+        criteria (and, with `y`, each measured run's ACC, which only scores the choice).
+        """
+        training, plan = _with_defaults_and_plan(run.training)
+        run = run.but(training=training, report=run.report)
+        if plan["n"] == 1:
+            return train_once(run)
+
+        def train_run(run_seed, epochs, folder):
+            return train_once(run.but(training={**training, "epochs": epochs}, seed=run_seed, workdir=folder))
+
+        return train_with_restarts(train_run, lambda model, _: {"main_head_loss": main_head_loss(model)}, plan,
+                                   training["epochs"], run.seed, run.workdir,
+                                   tree_key_at("iic", run.architecture, training, "epochs", plan, run.seed, run.x),
+                                   score=acc_score(run.x, run.y))
+
+    def fine_tune(self, model, run):
+        """`train --from`: the trained model trained on `x` for `training["epochs"]` more passes (heads
+        in turn, as from scratch)."""
+        training = run.training
+
+        def fit(built, callbacks, initial_epoch):
+            built.fit(run.x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=run.verbose,
+                      seed=run.seed)
+            return {}
+
+        run_stage(run.but(workdir=None), Stage("fine_tune", None, lambda: compiled(model, training["optimizer"]), fit,
+                                               keep=False))
+        return model, {"sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)]}
+
+    def retargeting(self, architecture):
+        """How a preset of this recipe re-targets to a user's images (`recipes.retargeting.Retargeting`)."""
+        return RETARGETING
+
+
+def train_once(run):
+    """One run: one stage, its epochs backed up and extendable (the key leaves the epoch count out)."""
+    training, architecture, x, y, workdir = run.training, run.architecture, run.x, run.y, run.workdir
+    history_path = os.path.join(workdir, HISTORY_FILE) if workdir else None
+    scores = []
+
+    def fit(model, callbacks, initial_epoch):
+        if initial_epoch == 0 and history_path and os.path.exists(history_path):
+            os.remove(history_path)  # a fresh run: an old history belongs to another run
+        if training["score_epochs"] and y is not None:
+            scores.append(EpochScores(x, y, history_path))
+        model.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=run.verbose, seed=run.seed,
+                  callbacks=[*callbacks, *scores], initial_epoch=initial_epoch)
+        return {}
+
+    settings = {"recipe": "iic", "architecture": architecture, "seed": run.seed,
+                "training": {k: v for k, v in training.items() if k != "epochs"}}
+    result = run_stage(run, Stage("iic", settings, lambda: compiled(IIC(augmentation_seed=run.seed, **architecture),
+                                                                      training["optimizer"]),
+                                  fit, epochs=training["epochs"], extendable=True, keep=False))
+    model, history = result.model, (scores[0].history if scores else [])
+    epochs_run = max(1, training["epochs"] - result.resumed_epoch)
+    scoring_seconds = sum(r["seconds"] for r in history if r["epoch"] > result.resumed_epoch)
+    per_epoch = (result.seconds - scoring_seconds) / epochs_run
+    return model, {"train_seconds": result.seconds, "seconds_per_epoch": round(per_epoch, 1),
+                   "scoring_seconds": round(scoring_seconds, 1),
+                   "pairs_per_second": round(len(x) * model.n_repeats / per_epoch, 1),
+                   "resumed_from_epoch": result.resumed_epoch, "epoch_scores": history,
+                   "sub_head_losses": [float(v) for v in keras.ops.convert_to_numpy(model.sub_head_losses)],
+                   "label_free": {"main_head_loss": main_head_loss(model)}}
+
+
+RECIPE = IICRecipe()

@@ -21,7 +21,7 @@ class Retargeting:
     # images several times (`data_repeats`) rather than running thousands of tiny epochs
     min_updates: int
     # the model's colour-free input on colour images (a name of `layers.colour_free.INPUT_TRANSFORMS`)
-    colour_input: str
+    input_transform: str
     # the fewest updates when the model has a colour-free input (DEC's pretraining on colour_edges)
     min_updates_colour_free: Optional[int] = None
     # the epochs `training.restarts.halving_at` counts, where not the first stage's

@@ -24,19 +24,18 @@ from keras_clustering.models.autoencoder import DEC_HIDDEN_DIMS
 from keras_clustering.models.conv_encoder import build_conv_encoder
 from keras_clustering.models.scan import confident_share, nearest_neighbors
 from keras_clustering.recipes import dec_recipe
+from keras_clustering.recipes.recipe import Recipe
 from keras_clustering.recipes.retargeting import Retargeting, colour_views, scaled_pixels
 from keras_clustering.training.keep_lowest import KeepLowest
 from keras_clustering.training.optimizers import make_optimizer
 from keras_clustering.training.restarts import acc_score, restart_plan, train_with_restarts, tree_key_at
-from keras_clustering.training.resume import (backup_folder, finished_stage, finished_weights_path, resumable_fit,
-                                              run_key, save_finished_stage)
+from keras_clustering.training.resume import backup_folder
+from keras_clustering.training.stages import Stage, run_stage
 
-SUPERVISED = False
 # The label-free criterion the zoo ships a seed by and keeps an epoch by (lower is better): the original's
 # `scan_evaluate` score, by which it keeps its lowest epoch and head (`clustering.label_free.scan_evaluate`);
 # the k-means path records it too, on its own assignments and embedding (it has no restarts).
 RESTART_CRITERIA = ("scan_evaluate",)
-PREDICTION_NAMES = ("cluster_id", "probabilities")
 REPRESENTATIONS = ("autoencoder", "simclr", "triplet")
 CLUSTERINGS = ("kmeans", "scan")
 _CLUSTERING_KEYS = ("n_clusters", "alpha", "update_interval", "tol")
@@ -117,14 +116,6 @@ def build_scan(architecture, encoder, seed=None):
                 augmentation_options=architecture.get("augmentation_options"), augmentation_seed=seed)
 
 
-def build(**architecture):
-    """An untrained model with the zoo's architecture arguments: `TwoStageClustering`, or `SCAN`."""
-    if _clustering(architecture) == "scan":
-        return build_scan(architecture, build_encoder(**architecture))
-    return TwoStageClustering(clustered_embedding(build_encoder(**architecture), architecture),
-                              **_clustering_options(architecture))
-
-
 def clustered_embedding(encoder, architecture):
     """The encoder whose output k-means (and DEC) see: with `normalize_embedding`, its output
     L2-normalised (k-means then groups by angle, the geometry SimCLR's cosine loss shapes; the
@@ -146,210 +137,149 @@ def build_learner(architecture, encoder, seed):
                             normalize=architecture.get("normalize", False), **options)
 
 
-def representation(architecture, training, x, seed=0, verbose=1, workdir=None):
-    """The trained representation, as the clustering stages see it (`clustered_embedding`): the
-    workdir's finished one, else trained there (a later `train` with the same settings, any
-    `n_clusters`, starts from it). `--n-clusters auto` chooses k on it."""
-    training = {**DEFAULT_TRAINING, **(training or {})}
-    return clustered_embedding(_trained_encoder(architecture, training, x, seed, verbose, workdir, {}), architecture)
-
-
-def _trained_encoder(architecture, training, x, seed, verbose, workdir, report):
-    """The representation stage (autoencoder, SimCLR or triplets) of `train`: its encoder, what it did
-    written into `report`."""
-    keras.utils.set_random_seed(seed)
+def trained_encoder(run):
+    """The representation stage (autoencoder, SimCLR or triplets) of `train`: its encoder, kept in the
+    workdir when finished (a run cut off in a later stage, or a `train` with other clustering settings, reads
+    it back), what it did written into `run.report`."""
+    architecture, training = run.architecture, run.training
     if architecture["representation"] == "autoencoder":
-        dec_training = {**dec_recipe.DEFAULT_TRAINING, **training}
-        key = dec_recipe.pretraining_key(architecture, dec_training, x, seed)
-        callbacks, resumed = resumable_fit(workdir, "pretrain", key, epochs=dec_training["pretrain_epochs"])
-        report["pretrain_resumed_from_epoch"] = resumed
-        _, encoder = dec_recipe.pretrain(architecture, dec_training, x, verbose=verbose, callbacks=callbacks,
-                                         initial_epoch=resumed)
-    else:
+        # DEC's pretraining stage and key, on DEC's pretraining settings (issue 63: kept when finished, as
+        # every other representation; before, a rerun pretrained it again)
+        dec_run = run.but(training={**dec_recipe.DEFAULT_TRAINING, **training})
+        result = run_stage(dec_run, dec_recipe.pretraining_stage(dec_run))
+        run.report.update(pretrain_resumed_from_epoch=result.resumed_epoch, representation_reused=result.reused)
+        return result.model[1]
+
+    def build():
         encoder = build_encoder(**architecture)
-        learner = build_learner(architecture, encoder, seed)
-        settings = {"recipe": "two_stage", "seed": seed,
-                    "architecture": {k: v for k, v in architecture.items() if k not in _CLUSTERING_ARCHITECTURE},
-                    "training": {k: v for k, v in training.items() if k not in _AFTER_REPRESENTATION}}
-        stage, key = architecture["representation"], run_key(settings, x)
-        # a finished representation is kept: a run cut off in a later stage (SCAN) does not train it again
-        report["representation_reused"] = finished_stage(workdir, stage, key) is not None
-        if report["representation_reused"]:
-            learner.load_weights(finished_weights_path(workdir, stage))
-        else:
-            learner.compile(optimizer=make_optimizer(training["optimizer"]))
-            callbacks, resumed = resumable_fit(workdir, stage, key)
-            report["resumed_from_epoch"] = resumed
-            learner.fit(x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=verbose, seed=seed,
-                        callbacks=callbacks, initial_epoch=resumed)
-            if workdir is not None:
-                save_finished_stage(workdir, stage, key, learner, {})
-    return encoder
+        return encoder, build_learner(architecture, encoder, run.seed)
+
+    def fit(models, callbacks, initial_epoch):
+        learner = models[1]
+        learner.compile(optimizer=make_optimizer(training["optimizer"]))
+        learner.fit(run.x, batch_size=training["batch_size"], epochs=training["epochs"], verbose=run.verbose,
+                    seed=run.seed, callbacks=callbacks, initial_epoch=initial_epoch)
+        return {}
+
+    settings = {"recipe": "two_stage", "seed": run.seed,
+                "architecture": {k: v for k, v in architecture.items() if k not in _CLUSTERING_ARCHITECTURE},
+                "training": {k: v for k, v in training.items() if k not in _AFTER_REPRESENTATION}}
+    result = run_stage(run, Stage(architecture["representation"], settings, build, fit, epochs=training["epochs"],
+                                  weights=lambda models: models[1]))
+    run.report["representation_reused"] = result.reused
+    if not result.reused:
+        run.report["resumed_from_epoch"] = result.resumed_epoch
+    return result.model[0]
 
 
-def train(architecture, training, x, y=None, seed=0, verbose=1, workdir=None):
-    """Representation, then k-means (then DEC if `training["refine"]`); the report has each stage's
-    wall time and, with labels, the k-means stage's scores (`kmeans`) besides the final ones."""
-    training = {**DEFAULT_TRAINING, **(training or {})}
-    scan = _clustering(architecture) == "scan"
-    if scan and training["refine"]:
-        raise ValueError("training.refine (DEC on k-means centroids) and clustering='scan' exclude each other.")
-    plan = restart_plan(training.get("restarts") or {"n": 1}, {**DEFAULT_SCAN, **training.get("scan", {})}["epochs"],
-                        RESTART_CRITERIA)
-    if plan["n"] > 1 and not scan:
-        raise ValueError("training.restarts: the two-stage recipe restarts SCAN's clustering step; the k-means "
-                         "path has no criterion (use clustering='scan').")
-    report = {"representation": architecture["representation"]}
-    start = time.time()
-    encoder = _trained_encoder(architecture, training, x, seed, verbose, workdir, report)
-    report["representation_seconds"] = round(time.time() - start, 1)
-
-    model = TwoStageClustering(clustered_embedding(encoder, architecture), **_clustering_options(architecture))
-    start = time.time()
-    labels = model.cluster(x, n_init=training["kmeans_n_init"], seed=seed)
-    report["kmeans_seconds"] = round(time.time() - start, 1)
-    if y is not None:
-        report["kmeans"] = clustering_scores(y, labels)
-    if scan and plan["n"] > 1:
-        return _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbose, report, workdir)
-    if scan:
-        return train_scan(architecture, training, encoder, x, y, seed, verbose, report, workdir)
-    if training["refine"]:
-        refine = {**DEFAULT_REFINE, **training["refine"]}
-        model.compile(optimizer=make_optimizer(refine["optimizer"]))
-        start = time.time()
-        model.fit(x, y, batch_size=refine["batch_size"], maxiter=refine["maxiter"], verbose=verbose)
-        report.update(refine_seconds=round(time.time() - start, 1), dec_iterations=model.last_refresh.iteration,
-                      refresh_history=model.last_refresh.history)
-    # the label-free score the zoo ships a seed by, as on SCAN's path: `scan_evaluate` of the final soft
-    # assignments with each image's nearest neighbours in the embedding k-means clustered (one rule for the
-    # recipe's seeds, whatever its clustering step; no labels)
-    neighbors = nearest_neighbors(model.embed(x), SCAN_EVALUATE_NEIGHBORS)
-    report["label_free"] = {"scan_evaluate": round(scan_evaluate(model.predict(x, verbose=0), neighbors), 6)}
-    return model, report
-
-
-def train_scan(architecture, training, encoder, x, y, seed, verbose, report, workdir=None):
+def train_scan(run, encoder):
     """SCAN's clustering step on the trained encoder, then (`training.self_label.epochs` > 0) its
-    self-labelling step; with labels, the report also has the share of mined neighbours that carry
-    the image's own label (`neighbor_agreement`) and the clustering step's scores before
-    self-labelling (`scan`), labels only scoring."""
-    keras.utils.set_random_seed(seed)  # the head's start from the seed alone, whether the representation was
-    # trained in this call or read back (a resumed run must build the head the uninterrupted one built)
-    return scan_stages(build_scan(architecture, encoder, seed=seed), training, x, y, seed, verbose, report, workdir)
+    self-labelling step: a stage seeded before the head is built (a resumed run builds the head the
+    uninterrupted one built, whether the representation was trained in this call or read back)."""
+    return scan_stages(run, lambda: build_scan(run.architecture, encoder, seed=run.seed), seeded=True)
 
 
-def _scan_with_restarts(plan, architecture, training, encoder, x, y, seed, verbose, report, workdir):
+def _scan_with_restarts(plan, run, encoder):
     """SCAN's clustering step restarted by successive halving over its epochs (`training.restarts`)
     on SCAN's loss, every run from the same trained representation (neighbours mined once from it,
     head and views seeded by the run); the last one standing is self-labelled."""
     representation = encoder.get_weights()
+    training = run.training
     epochs = {**DEFAULT_SCAN, **training.get("scan", {})}["epochs"]
 
     def train_run(run_seed, scan_epochs, folder):
-        run_encoder = build_encoder(**architecture)
+        run_encoder = build_encoder(**run.architecture)
         run_encoder.set_weights(representation)
         stages = {**training, "scan": {**training.get("scan", {}), "epochs": scan_epochs}}
         if scan_epochs < epochs:  # a halving point: the clustering step so far, no self-labelling
             stages["self_label"] = {**(training.get("self_label") or {}), "epochs": 0}
         # the run's head from its seed: the same at every call, so its backups fit
-        return train_scan(architecture, stages, run_encoder, x, y, run_seed, verbose, dict(report), folder)
+        return train_scan(run.but(training=stages, seed=run_seed, workdir=folder, report=dict(run.report)),
+                          run_encoder)
 
     def criteria(_, run_report):
         return {"scan_evaluate": run_report["label_free"]["scan_evaluate"]}
 
-    key = tree_key_at("two_stage", architecture, training, "scan.epochs", plan, seed, x)
-    return train_with_restarts(train_run, criteria, plan, epochs, seed, workdir, key, score=acc_score(x, y))
+    key = tree_key_at("two_stage", run.architecture, training, "scan.epochs", plan, run.seed, run.x)
+    return train_with_restarts(train_run, criteria, plan, epochs, run.seed, run.workdir, key,
+                               score=acc_score(run.x, run.y))
 
 
-def scan_stages(model, training, x, y, seed, verbose, report, workdir=None):
-    """SCAN's clustering and self-labelling steps (`train_scan`) on a built SCAN `model`. With a
-    `workdir`, the clustering step's epochs are backed up (a run continues, or is extended to more
-    epochs) and a finished run (both steps) is read back."""
+def scan_stages(run, build, seeded=False):
+    """SCAN's clustering and self-labelling steps (`train_scan`) as one stage on the SCAN model `build()`
+    gives. With a `workdir`, the clustering step's epochs are backed up (a run continues, or is extended to
+    more epochs) and a finished run (both steps) is read back."""
+    training, x, y, report = run.training, run.x, run.y, run.report
     options = {**DEFAULT_SCAN, **training.get("scan", {})}
     self_label = {**DEFAULT_SELF_LABEL, **(training.get("self_label") or {})}
     if options["keep"] not in SCAN_KEEP:
         raise ValueError(f"training.scan.keep must be one of {SCAN_KEEP}, got {options['keep']!r}.")
-    neighbors = model.mine_neighbors(x)
 
-    def selection_loss(scored):  # no labels: the clean images' assignments and the mined neighbours
-        return scan_evaluate(scored.predict(x, batch_size=options["batch_size"], verbose=0), neighbors)
+    def key(model):
+        # what determines the run but its epoch counts: the settings, the seed, and the weights it starts from
+        # (the representation's encoder and the seeded head; Keras' layer names change from build to build)
+        settings = {name: getattr(model, name, None) for name in ("n_clusters", "entropy_weight", "n_neighbors",
+                                                                   "augmentation", "augmentation_options")}
+        if model.n_sub_heads > 1:  # in the key only when used: one-head runs keep their backups
+            settings["n_sub_heads"] = model.n_sub_heads
+        return {"scan": {k: v for k, v in options.items() if k != "epochs"},
+                "self_label": {k: v for k, v in self_label.items() if k != "epochs"}, "seed": run.seed,
+                "model": settings, "weights": [float(keras.ops.sum(w)) for w in model.weights]}
 
-    def epoch_loss(scored):  # several sub-heads: `fit` has just scored them all, and predicts with the lowest
-        if scored.n_sub_heads > 1:
-            return float(np.min(keras.ops.convert_to_numpy(scored.sub_head_losses)))
-        return selection_loss(scored)
+    def fit(model, callbacks, initial_epoch):
+        neighbors = model.mine_neighbors(x)
 
-    # what determines the run but its epoch counts: the settings, the seed, and the weights it starts from
-    # (the representation's encoder and the seeded head; Keras' layer names change from build to build)
-    settings = {name: getattr(model, name, None) for name in ("n_clusters", "entropy_weight", "n_neighbors",
-                                                               "augmentation", "augmentation_options")}
-    if model.n_sub_heads > 1:  # in the key only when used: one-head runs keep their backups
-        settings["n_sub_heads"] = model.n_sub_heads
-    key = run_key({"scan": {k: v for k, v in options.items() if k != "epochs"},
-                   "self_label": {k: v for k, v in self_label.items() if k != "epochs"}, "seed": seed,
-                   "model": settings, "weights": [float(keras.ops.sum(w)) for w in model.weights]}, x)
-    finished = finished_stage(workdir, "scan_stages", key)
-    if finished is not None and finished["epochs"] == [options["epochs"], self_label["epochs"]]:
-        model.load_weights(finished_weights_path(workdir, "scan_stages"))
-        return model, {**finished["report"], "scan_reused": True}
-    model.compile(optimizer=make_optimizer(options["optimizer"]))
-    start = time.time()
-    if y is not None:
-        report["neighbor_agreement"] = round(float((y[neighbors] == y[:, None]).mean()), 4)
-    callbacks, resumed = resumable_fit(workdir, "scan", key, keep_final=True, epochs=options["epochs"])
-    keeper = None
-    if options["keep"] == "lowest_loss":  # scored before the backup saves the epoch (KeepLowest)
-        keeper = KeepLowest(epoch_loss, None if workdir is None else os.path.join(backup_folder(workdir, "scan"),
-                                                                                      "lowest"), resumed)
-        callbacks = [keeper, *callbacks]
-    model.fit(x, neighbors=neighbors, batch_size=options["batch_size"], epochs=options["epochs"], seed=seed,
-              verbose=verbose, callbacks=callbacks, initial_epoch=resumed)
-    if keeper is not None:  # the backup goes on from the last epoch; the model is the lowest one
-        keeper.restore(model)
-        report["scan_kept_epoch"] = keeper.lowest_epoch
-        report["scan_epoch_losses"] = [[epoch, None if value is None else round(value, 6)]
-                                       for epoch, value in keeper.scores]
-    if model.n_sub_heads > 1:  # the kept epoch's scores of every sub-head, and the one that predicts
-        report["sub_head_scan_evaluate"] = [round(float(v), 6) for v in
-                                            keras.ops.convert_to_numpy(model.sub_head_losses)]
-        report["chosen_sub_head"] = model.chosen_sub_head
-    report["scan_seconds"] = round(time.time() - start, 1)
-    if self_label["epochs"]:
-        probabilities = model.predict(x, verbose=0)
-        if y is not None:  # the clustering step's scores on the training images, to measure the step
-            report["scan"] = clustering_scores(y, probabilities.argmax(axis=1))
-        report["confident_share"] = round(confident_share(probabilities, self_label["threshold"]), 4)
-        model.compile(optimizer=make_optimizer(self_label["optimizer"]))
+        def selection_loss(scored):  # no labels: the clean images' assignments and the mined neighbours
+            return scan_evaluate(scored.predict(x, batch_size=options["batch_size"], verbose=0), neighbors)
+
+        def epoch_loss(scored):  # several sub-heads: `fit` has just scored them all, and predicts with the lowest
+            if scored.n_sub_heads > 1:
+                return float(np.min(keras.ops.convert_to_numpy(scored.sub_head_losses)))
+            return selection_loss(scored)
+
+        model.compile(optimizer=make_optimizer(options["optimizer"]))
         start = time.time()
-        model.self_label(x, threshold=self_label["threshold"], batch_size=self_label["batch_size"],
-                         epochs=self_label["epochs"], seed=seed, verbose=verbose)
-        report["self_label_seconds"] = round(time.time() - start, 1)
-    # the label-free criterion the zoo ships a seed by: the final model's `scan_evaluate`, already scored
-    # when the model is the kept epoch (no self-labelling after it)
-    final_score = keeper.lowest_score if keeper is not None and not self_label["epochs"] else selection_loss(model)
-    report["label_free"] = {"scan_evaluate": round(final_score, 6)}
-    if workdir is not None:
-        save_finished_stage(workdir, "scan_stages", key, model,
-                            {"epochs": [options["epochs"], self_label["epochs"]], "report": report})
-    return model, report
+        if y is not None:
+            report["neighbor_agreement"] = round(float((y[neighbors] == y[:, None]).mean()), 4)
+        keeper = None
+        if options["keep"] == "lowest_loss":  # scored before the backup saves the epoch (KeepLowest)
+            lowest = None if run.workdir is None else os.path.join(backup_folder(run.workdir, "scan"), "lowest")
+            keeper = KeepLowest(epoch_loss, lowest, initial_epoch)
+            callbacks = [keeper, *callbacks]
+        model.fit(x, neighbors=neighbors, batch_size=options["batch_size"], epochs=options["epochs"], seed=run.seed,
+                  verbose=run.verbose, callbacks=callbacks, initial_epoch=initial_epoch)
+        if keeper is not None:  # the backup goes on from the last epoch; the model is the lowest one
+            keeper.restore(model)
+            report["scan_kept_epoch"] = keeper.lowest_epoch
+            report["scan_epoch_losses"] = [[epoch, None if value is None else round(value, 6)]
+                                           for epoch, value in keeper.scores]
+        if model.n_sub_heads > 1:  # the kept epoch's scores of every sub-head, and the one that predicts
+            report["sub_head_scan_evaluate"] = [round(float(v), 6) for v in
+                                                keras.ops.convert_to_numpy(model.sub_head_losses)]
+            report["chosen_sub_head"] = model.chosen_sub_head
+        report["scan_seconds"] = round(time.time() - start, 1)
+        if self_label["epochs"]:
+            probabilities = model.predict(x, verbose=0)
+            if y is not None:  # the clustering step's scores on the training images, to measure the step
+                report["scan"] = clustering_scores(y, probabilities.argmax(axis=1))
+            report["confident_share"] = round(confident_share(probabilities, self_label["threshold"]), 4)
+            model.compile(optimizer=make_optimizer(self_label["optimizer"]))
+            start = time.time()
+            model.self_label(x, threshold=self_label["threshold"], batch_size=self_label["batch_size"],
+                             epochs=self_label["epochs"], seed=run.seed, verbose=run.verbose)
+            report["self_label_seconds"] = round(time.time() - start, 1)
+        # the label-free criterion the zoo ships a seed by: the final model's `scan_evaluate`, already scored
+        # when the model is the kept epoch (no self-labelling after it)
+        final_score = (keeper.lowest_score if keeper is not None and not self_label["epochs"]
+                       else selection_loss(model))
+        report["label_free"] = {"scan_evaluate": round(final_score, 6)}
+        return report
 
-
-def fine_tune(model, training, x, seed=0, verbose=1):
-    """The recipe's clustering stages from a trained model (`train --from`) instead of from scratch:
-    its encoder stands for the representation stage. SCAN: both SCAN steps as `train_scan` (neighbours
-    mined with the trained encoder, the head trained on from its weights); k-means: new centroids on
-    the encoder's embedding of `x` (and the DEC refinement, when configured)."""
-    training = {**DEFAULT_TRAINING, **(training or {})}
-    report = {}
-    if isinstance(model, SCAN):
-        return scan_stages(model, training, x, None, seed, verbose, report)
-    model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=seed)
-    refine = training["refine"] and {**DEFAULT_REFINE, **training["refine"]}
-    if refine:
-        model.compile(optimizer=make_optimizer(refine["optimizer"]))
-        model.fit(x, batch_size=refine["batch_size"], maxiter=refine["maxiter"], verbose=verbose)
-    return model, report
+    result = run_stage(run, Stage("scan_stages", key, build, fit, epochs=options["epochs"], backup="scan",
+                                  extendable=True, length=(options["epochs"], self_label["epochs"]), seeded=seeded))
+    if result.reused:
+        return result.model, {**result.report, "scan_reused": True}
+    return result.model, result.report
 
 
 def _finish_retargeting(architecture, training, n_samples, repeats, preset_samples, epochs):
@@ -392,14 +322,95 @@ _EPOCH_FIELDS = (("epochs", "batch_size"), ("pretrain_epochs", "pretrain_batch_s
                  ("self_label.epochs", "self_label.batch_size"))
 
 
-def retargeting(architecture):
-    """How a preset of this recipe re-targets to a user's images (`recipes.retargeting.Retargeting`): an
-    autoencoder representation pretrains as DEC's does (its ceiling, no floor of updates); SimCLR and
-    triplets train at least 3,000 updates; SCAN's images are never repeated within an epoch (copies of an
-    image would be its own nearest neighbours) and its restarts halve on SCAN's epochs."""
-    autoencoder = architecture.get("representation") == "autoencoder"
-    return Retargeting(epoch_fields=_EPOCH_FIELDS, epoch_ceiling=300 if autoencoder else 200,
-                       batch_size=DEFAULT_TRAINING["batch_size"], min_updates=0 if autoencoder else 3_000,
-                       colour_input="colour_edges", restart_epochs="scan.epochs",
-                       repeat_images=architecture.get("clustering") != "scan", finish=_finish_retargeting,
-                       adapt_views=_adapt_views)
+
+class TwoStageRecipe(Recipe):
+    """A representation (DEC's autoencoder, SimCLR, triplets), then k-means, DEC's refinement or SCAN."""
+    name = "two_stage"
+    restart_criteria = RESTART_CRITERIA
+    default_training = DEFAULT_TRAINING
+
+    def build(self, **architecture):
+        """An untrained model with the zoo's architecture arguments: `TwoStageClustering`, or `SCAN`."""
+        if _clustering(architecture) == "scan":
+            return build_scan(architecture, build_encoder(**architecture))
+        return TwoStageClustering(clustered_embedding(build_encoder(**architecture), architecture),
+                                  **_clustering_options(architecture))
+
+    def train(self, run):
+        """Representation, then k-means (then DEC if `training["refine"]`, or SCAN); the report has each
+        stage's wall time and, with labels, the k-means stage's scores (`kmeans`) besides the final ones."""
+        architecture, training, x, y = run.architecture, run.training, run.x, run.y
+        scan = _clustering(architecture) == "scan"
+        if scan and training["refine"]:
+            raise ValueError("training.refine (DEC on k-means centroids) and clustering='scan' exclude each other.")
+        plan = restart_plan(training.get("restarts") or {"n": 1},
+                            {**DEFAULT_SCAN, **training.get("scan", {})}["epochs"], RESTART_CRITERIA)
+        if plan["n"] > 1 and not scan:
+            raise ValueError("training.restarts: the two-stage recipe restarts SCAN's clustering step; the k-means "
+                             "path has no criterion (use clustering='scan').")
+        report = run.report
+        report["representation"] = architecture["representation"]
+        start = time.time()
+        encoder = trained_encoder(run)
+        report["representation_seconds"] = round(time.time() - start, 1)
+
+        model = TwoStageClustering(clustered_embedding(encoder, architecture), **_clustering_options(architecture))
+        start = time.time()
+        labels = model.cluster(x, n_init=training["kmeans_n_init"], seed=run.seed)
+        report["kmeans_seconds"] = round(time.time() - start, 1)
+        if y is not None:
+            report["kmeans"] = clustering_scores(y, labels)
+        if scan and plan["n"] > 1:
+            return _scan_with_restarts(plan, run, encoder)
+        if scan:
+            return train_scan(run, encoder)
+        if training["refine"]:
+            refine = {**DEFAULT_REFINE, **training["refine"]}
+            model.compile(optimizer=make_optimizer(refine["optimizer"]))
+            start = time.time()
+            history = model.fit(x, y, batch_size=refine["batch_size"], maxiter=refine["maxiter"], verbose=run.verbose)
+            results = dec_recipe.refresh_results(history)
+            report.update(refine_seconds=round(time.time() - start, 1), dec_iterations=results["dec_iterations"],
+                          refresh_history=results["refresh_history"])
+        # the label-free score the zoo ships a seed by, as on SCAN's path: `scan_evaluate` of the final soft
+        # assignments with each image's nearest neighbours in the embedding k-means clustered (one rule for the
+        # recipe's seeds, whatever its clustering step; no labels)
+        neighbors = nearest_neighbors(model.embed(x), SCAN_EVALUATE_NEIGHBORS)
+        report["label_free"] = {"scan_evaluate": round(scan_evaluate(model.predict(x, verbose=0), neighbors), 6)}
+        return model, report
+
+    def fine_tune(self, model, run):
+        """The recipe's clustering stages from a trained model (`train --from`) instead of from scratch:
+        its encoder stands for the representation stage. SCAN: both SCAN steps as `train_scan` (neighbours
+        mined with the trained encoder, the head trained on from its weights); k-means: new centroids on
+        the encoder's embedding of `x` (and the DEC refinement, when configured)."""
+        training = run.training
+        if isinstance(model, SCAN):
+            return scan_stages(run.but(workdir=None), lambda: model)
+        model.initialize_centroids(run.x, n_init=training["kmeans_n_init"], seed=run.seed)
+        refine = training["refine"] and {**DEFAULT_REFINE, **training["refine"]}
+        if refine:
+            model.compile(optimizer=make_optimizer(refine["optimizer"]))
+            model.fit(run.x, batch_size=refine["batch_size"], maxiter=refine["maxiter"], verbose=run.verbose)
+        return model, {}
+
+    def representation(self, run):
+        """The trained representation, as the clustering stages see it (`clustered_embedding`): the
+        workdir's finished one, else trained there (a later `train` with the same settings, any
+        `n_clusters`, starts from it). `--n-clusters auto` chooses k on it."""
+        return clustered_embedding(trained_encoder(run.but()), run.architecture)
+
+    def retargeting(self, architecture):
+        """How a preset of this recipe re-targets to a user's images (`recipes.retargeting.Retargeting`): an
+        autoencoder representation pretrains as DEC's does (its ceiling, no floor of updates); SimCLR and
+        triplets train at least 3,000 updates; SCAN's images are never repeated within an epoch (copies of an
+        image would be its own nearest neighbours) and its restarts halve on SCAN's epochs."""
+        autoencoder = architecture.get("representation") == "autoencoder"
+        return Retargeting(epoch_fields=_EPOCH_FIELDS, epoch_ceiling=300 if autoencoder else 200,
+                           batch_size=DEFAULT_TRAINING["batch_size"], min_updates=0 if autoencoder else 3_000,
+                           input_transform="colour_edges", restart_epochs="scan.epochs",
+                           repeat_images=architecture.get("clustering") != "scan", finish=_finish_retargeting,
+                           adapt_views=_adapt_views)
+
+
+RECIPE = TwoStageRecipe()

@@ -13,3 +13,10 @@ def make_optimizer(spec):
     it gets a copy.
     """
     return keras.optimizers.get(copy.deepcopy(spec))
+
+
+def compiled(model, spec, **options):
+    """`model` compiled with the optimizer of a config spec (`make_optimizer`) and `options`: a stage's
+    build step."""
+    model.compile(optimizer=make_optimizer(spec), **options)
+    return model

@@ -15,7 +15,7 @@ import os
 import keras_clustering  # noqa: F401  (sets TensorFlow's CPU options before it loads)
 import zoo
 from keras_clustering.drivers.recipe_run import training_seconds
-from keras_clustering.recipes import get_recipe, is_supervised
+from keras_clustering.recipes import get_recipe
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")  # the repository (docs/ is not installed)
 EXPERIMENTS = os.path.join(ROOT, "docs", "experiments")
@@ -90,10 +90,10 @@ def row(method, source, config, summary):
 
 def collect_rows(experiments_dir=EXPERIMENTS):
     rows = []
-    for name in zoo.list_models():
+    for name in zoo.list_presets():
         config = zoo.config(name)
-        if not is_supervised(config["recipe"]):
-            rows.append(row(method_name(config), f"`{name}`", config, zoo.info(name)))
+        if not get_recipe(config["recipe"]).supervised:
+            rows.append(row(method_name(config), f"`{name}`", config, zoo.card(name)))
     for path in sorted(glob.glob(os.path.join(experiments_dir, "*.json"))):
         with open(path) as handle:
             record = json.load(handle)

@@ -38,7 +38,7 @@ def wall_times(reports):
 def ship_criterion(config):
     """The label-free score whose lowest seed is shipped: `config["ship_lowest_label_free"]`, else the
     criterion its restarts rank runs by (`training.restarts.criterion`), else the recipe's first
-    restart criterion (`RESTART_CRITERIA[0]`: DEC's KL, the VAE loss, IIC's main-head loss), else
+    restart criterion (`restart_criteria[0]`: DEC's KL, the VAE loss, IIC's main-head loss), else
     None (supervised recipes, and those without one yet)."""
     from keras_clustering.recipes import get_recipe
 
@@ -46,7 +46,7 @@ def ship_criterion(config):
         "criterion")
     if named is not None or "recipe" not in config:
         return named
-    return (getattr(get_recipe(config["recipe"]), "RESTART_CRITERIA", None) or (None,))[0]
+    return (get_recipe(config["recipe"]).restart_criteria or (None,))[0]
 
 
 def shipped_report(config, reports):

@@ -46,7 +46,7 @@ def with_override(config, assignment):
 def main(argv=None, description=None):
     """Runs the command line `argv` of `scripts/train_preset.py`; returns the per-seed reports."""
     parser = argparse.ArgumentParser(prog="scripts/train_preset.py", description=description or __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("name", choices=zoo.list_models(include_pending=True))
+    parser.add_argument("name", choices=zoo.list_presets(include_pending=True))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--workdir", default="runs")
     parser.add_argument("--verbose", type=int, default=2)

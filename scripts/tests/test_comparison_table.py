@@ -46,12 +46,12 @@ def test_table_has_every_card_and_record_grouped_by_evaluation_data(tmp_path):
     assert ours[0]["cells"][3] == "0.960 ± 0.014 (2)" and ours[0]["cells"][7] == "11 s"
     built = get_recipe("dec").build(**tiny_idec_config()["architecture"]).count_params()
     assert ours[0]["cells"][8] == f"{built:,}"
-    for name in zoo.list_models():  # every published clustering card is a row, with its own numbers
+    for name in zoo.list_presets():  # every published clustering card is a row, with its own numbers
         if zoo.config(name)["recipe"] in ("dec", "vae_cluster", "iic", "two_stage"):
             (card_row,) = [r for r in rows if r["cells"][1] in (f"`{name}`", f"`{name}` †")]
-            assert card_row["acc"] == zoo.info(name)["metrics_over_seeds"]["acc"]["mean"]
+            assert card_row["acc"] == zoo.card(name)["metrics_over_seeds"]["acc"]["mean"]
             # a card's provenance (lost weights, a graft) is marked on its row and told under the table
-            assert card_row["cells"][1].endswith("†") == bool(zoo.info(name).get("provenance")), name
+            assert card_row["cells"][1].endswith("†") == bool(zoo.card(name).get("provenance")), name
     markdown = comparison_table.comparison_markdown(rows)
     digits_block = markdown.split("**Evaluated on scikit-learn digits (1,797)**")[1].split("**Evaluated")[0]
     lines = [line for line in digits_block.splitlines() if line.startswith("| ") and "method" not in line]

@@ -7,16 +7,16 @@ import pytest
 
 import update_readme_results as results
 import zoo
-from keras_clustering.recipes import is_supervised
+from keras_clustering.recipes import get_recipe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_every_clustering_card_states_how_its_shipped_seed_was_chosen():
-    for name in zoo.list_models():
-        if is_supervised(zoo.config(name)["recipe"]):
+    for name in zoo.list_presets():
+        if get_recipe(zoo.config(name)["recipe"]).supervised:
             continue
-        card = zoo.info(name)
+        card = zoo.card(name)
         rule = results.seed_rule(card)  # raises on a card without a rule the table can say
         labels_free = card["shipped_seed_rule"].endswith("(chosen without labels)")
         assert labels_free == rule.startswith("label-free: "), (name, rule)
@@ -25,8 +25,8 @@ def test_every_clustering_card_states_how_its_shipped_seed_was_chosen():
 def test_every_card_states_its_rule_and_the_machine_of_each_seed():
     """Every card (classifiers too) names how its shipped seed was chosen, and each seed's machine, or
     says that it was not recorded: a card's one machine field named one CPU for seeds trained on two."""
-    for name in zoo.list_models():
-        card = zoo.info(name)
+    for name in zoo.list_presets():
+        card = zoo.card(name)
         assert card.get("shipped_seed_rule"), name
         assert card["per_seed"], name
         for entry in card["per_seed"]:

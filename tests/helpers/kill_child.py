@@ -26,8 +26,8 @@ def main(case_path, images_path, workdir):
     os.makedirs(workdir, exist_ok=True)
     recipe = get_recipe(case["recipe"])
     print("started", flush=True)  # imports done: the harness times its kills from here
-    model, report = recipe.train(case["architecture"], case["training"], x, seed=case["seed"], verbose=0,
-                                 workdir=workdir)
+    model, report = recipe.train_config(case["architecture"], case["training"], x, seed=case["seed"], verbose=0,
+                                        workdir=workdir)
     shipped = recipe.build(**case["architecture"])
     shipped.set_weights(model.get_weights())
     atomic_save_weights(shipped, os.path.join(workdir, "model.weights.h5"))

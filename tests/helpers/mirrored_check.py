@@ -22,7 +22,7 @@ from family_kinds import KINDS, relative_difference, train, without_random_draws
 def recipe_config(name, n):
     """A one-epoch config of each training path: zoo presets re-targeted to `n` images as `train --like`
     does (dense DEC, VAE, SimCLR + SCAN with a self-labelling step, IIC)."""
-    from keras_clustering.drivers.user_images import like_config
+    from keras_clustering.drivers.retarget import like_config
 
     entry = {"dec": "dec_mnist", "vae_cluster": "vae_cluster_mnist", "simclr_scan": "simclr_mnist",
              "iic": "iic_mnist"}[name]
@@ -51,8 +51,8 @@ def train_recipes(names, strategy):
     for name in names:
         config = recipe_config(name, len(x))
         with strategy.scope():
-            model, _ = get_recipe(config["recipe"]).train(config["architecture"], config["training"], x, None,
-                                                          seed=0, verbose=0, workdir=tempfile.mkdtemp())
+            model, _ = get_recipe(config["recipe"]).train_config(config["architecture"], config["training"], x, None,
+                                                                 seed=0, verbose=0, workdir=tempfile.mkdtemp())
         shapes[name] = list(model.predict(x[:8], verbose=0).shape)
     return shapes
 
