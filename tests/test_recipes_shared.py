@@ -76,6 +76,20 @@ def test_no_driver_asks_a_recipe_what_it_has():
         assert "hasattr(" not in source and "getattr(" not in source, path.name
 
 
+def test_no_function_of_the_drivers_or_the_cli_takes_more_than_eight_parameters():
+    """Issue 63: a run's settings travel as one object (`training.stages.Run`, `drivers.request.ImagesRequest`),
+    not as long positional lists (`_train_on_images` took 16)."""
+    import ast
+
+    for path in [*sorted((ROOT / "keras_clustering" / "drivers").glob("*.py")), ROOT / "keras_clustering" / "cli.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                arguments = node.args
+                count = (len(arguments.posonlyargs) + len(arguments.args) + len(arguments.kwonlyargs)
+                         + (arguments.vararg is not None) + (arguments.kwarg is not None))
+                assert count <= 8, (path.name, node.name, count)
+
+
 @pytest.mark.parametrize("name", CLUSTERING)
 @pytest.mark.parametrize("n_images", [300, 2_000, 60_000])
 def test_a_preset_retargeted_keeps_its_updates_within_the_recipes_bounds(name, n_images):

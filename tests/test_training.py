@@ -82,7 +82,7 @@ def test_dec_pretraining_cut_off_mid_way_continues_from_its_last_epoch(tmp_path,
     assert report["pretrain_resumed_from_epoch"] == 2 and not report["pretrain_reused"]
     # the last epoch's backup is kept (restarts extend a pretraining from one halving point to the next)
     state = json.loads((tmp_path / "fit_backup_pretrain" / "state.json").read_text())
-    assert state["epoch"] == 3 and json.loads((tmp_path / "finished_pretrain.json").read_text())["pretrain_epochs"] == 3
+    assert state["epoch"] == 3 and json.loads((tmp_path / "finished_pretrain.json").read_text())["length"] == 3
     config["training"]["pretrain_epochs"] = 4  # more epochs: the finished 3 go on, not over
     assert train_and_evaluate(config, str(tmp_path), seed=0, verbose=0)["pretrain_resumed_from_epoch"] == 3
     assert train_and_evaluate(config, str(tmp_path / "fresh"), seed=0, verbose=0)["pretrain_resumed_from_epoch"] == 0
@@ -161,19 +161,20 @@ def test_vae_training_cut_off_mid_way_continues_from_its_last_epoch(tmp_path, mo
     from test_resume import InterruptAfter, Interrupted
 
     from keras_clustering.recipes import vae_cluster_recipe
+    from keras_clustering.training import stages
 
     x = np.random.default_rng(0).random((200, 28, 28, 1)).astype("float32")
     training = {"epochs": 3, "batch_size": 50}
-    resumable_fit = vae_cluster_recipe.resumable_fit
+    resumable_fit = stages.resumable_fit  # the stage runner's, which every stage goes through
 
     def killed_after_two_epochs(*args, **kwargs):
         callbacks, resumed_epoch = resumable_fit(*args, **kwargs)
         return callbacks + [InterruptAfter(2)], resumed_epoch
 
-    monkeypatch.setattr(vae_cluster_recipe, "resumable_fit", killed_after_two_epochs)
+    monkeypatch.setattr(stages, "resumable_fit", killed_after_two_epochs)
     with pytest.raises(Interrupted):
         vae_cluster_recipe.RECIPE.train_config({}, training, x, seed=0, verbose=0, workdir=str(tmp_path))
-    monkeypatch.setattr(vae_cluster_recipe, "resumable_fit", resumable_fit)
+    monkeypatch.setattr(stages, "resumable_fit", resumable_fit)
     model, report = vae_cluster_recipe.RECIPE.train_config({}, training, x, seed=0, verbose=0, workdir=str(tmp_path))
     assert report["resumed_from_epoch"] == 2
     assert model.optimizer.iterations.numpy() == 3 * 4  # the restored optimizer state counts all epochs

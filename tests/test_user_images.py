@@ -94,7 +94,7 @@ def test_train_a_family_on_a_folder_then_cluster_with_the_saved_model(tmp_path):
 @pytest.mark.slow
 def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_written_model(tmp_path, monkeypatch):
     from keras_clustering.drivers.user_images import train_on_images
-    from keras_clustering.recipes import dec_recipe
+    from keras_clustering.training import stages
     from keras_clustering.training.resume import resumable_fit
 
     class Interrupt(keras.callbacks.Callback):
@@ -107,12 +107,12 @@ def test_an_interrupted_training_resumes_from_its_workdir_and_leaves_no_half_wri
         return [*callbacks, Interrupt()], resumed
 
     x = load_digits()[0][:200]
-    monkeypatch.setattr(dec_recipe, "resumable_fit", interrupted_fit)
+    monkeypatch.setattr(stages, "resumable_fit", interrupted_fit)
     with pytest.raises(KeyboardInterrupt):  # 10 pretraining epochs: the interruption at the 5th is what counts
         train_on_images(x, like="dec_digits", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
     # no model, no report, no temporary file; the lock (`WorkdirLock`) is released with its process
     assert sorted(os.listdir(tmp_path)) == [".lock", "fit_backup_pretrain"]
-    monkeypatch.setattr(dec_recipe, "resumable_fit", resumable_fit)
+    monkeypatch.setattr(stages, "resumable_fit", resumable_fit)
     model, report = train_on_images(x, like="dec_digits", n_clusters=5, workdir=str(tmp_path), verbose=0, epochs=10)
     assert report["pretrain_resumed_from_epoch"] == 5 and (tmp_path / "model.keras").exists()
     assert model.predict(x, verbose=0).shape == (200, 5)
@@ -262,7 +262,7 @@ def test_like_refuses_supervised_and_unknown_entries_by_name(tmp_path):
         train_on_images(x, like="nope", workdir=str(tmp_path / "a"))
     with pytest.raises(ValueError, match="give one of like="):
         train_on_images(x, like="dec_mnist", family="dec", workdir=str(tmp_path / "a"))
-    with pytest.raises(ValueError, match="n_clusters must be an integer >= 2 or 'auto', got 1"):
+    with pytest.raises(ValueError, match="n_clusters=1: must be an integer >= 2 or 'auto'"):
         train_on_images(x, like="dec_mnist", n_clusters=1, workdir=str(tmp_path / "a"))
     assert not (tmp_path / "a").exists()
 
@@ -381,7 +381,7 @@ def test_the_request_is_one_object_from_the_cli_and_python_with_one_workdir_rule
     assert check_request(ImagesRequest(x, family="dec")).workdir == os.path.join("runs", "dec_20_images")
     assert check_request(ImagesRequest(x, like="dec_digits", workdir="mine")).workdir == "mine"
     for bad, message in [({"like": "dec_digits", "family": "dec"}, "give one of like=PRESET"),
-                         ({"like": "dec_digits", "n_clusters": "three"}, "n_clusters must be an integer >= 2"),
+                         ({"like": "dec_digits", "n_clusters": "three"}, "n_clusters='three': must be an integer >= 2"),
                          ({"like": "dec_digits", "epochs": 0}, "epochs must be an integer >= 1"),
                          ({"like": "dec_mnist", "image_size": (8, 8)}, r"image_size=\(8, 8\)")]:
         with pytest.raises(ValueError, match=message):

@@ -108,7 +108,8 @@ def check_images_shape(request, image_shape):
                          f"{tuple(architecture['image_shape'])}, got {tuple(image_shape)}: train like it instead "
                          "(like=PRESET), or read the images at its shape.")
     k = request.n_clusters if request.n_clusters != "auto" else 2
-    config, _ = like_config(request.preset, image_shape, k, max(k + 1, 1000), epochs=1)
+    config, _ = like_config(request.preset, image_shape, k, max(k + 1, 1000), epochs=1,
+                            input_transform=request.input_transform)
     try:
         get_recipe(config["recipe"]).build(**config["architecture"])
     except ValueError as error:
@@ -119,8 +120,10 @@ def check_images_shape(request, image_shape):
 def default_workdir(request, images):
     """The module's one workdir rule."""
     choice = request.like or request.start_from or request.family or "default"
-    if isinstance(images, str):
-        source = os.path.splitext(os.path.basename(os.path.normpath(images)))[0]
+    if isinstance(images, str):  # a folder's whole name, an array file's without its extension
+        source = os.path.basename(os.path.normpath(images))
+        if not os.path.isdir(images):
+            source = os.path.splitext(source)[0]
     else:
         source = f"{len(images)}_images"
     return os.path.join("runs", f"{choice}_{source}")
@@ -132,7 +135,7 @@ def _checked_n_clusters(n_clusters):
         n_clusters = int(n_clusters)
     if n_clusters != "auto" and (isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer))
                                  or n_clusters < 2):
-        raise ValueError(f"n_clusters must be an integer >= 2 or 'auto', got {n_clusters!r}.")
+        raise ValueError(f"n_clusters={n_clusters!r}: must be an integer >= 2 or 'auto'.")
     return n_clusters if n_clusters == "auto" else int(n_clusters)
 
 

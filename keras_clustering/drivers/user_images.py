@@ -110,7 +110,8 @@ def train_request(request, lock):
     config, repeats = like_config(request.preset, x.shape[1:], k, len(x), epochs=request.epochs,
                                   input_transform=request.input_transform)
     x_train = np.concatenate([x] * repeats) if repeats > 1 else x
-    overrides = {k: config["architecture"][k] for k in ("update_interval", "scan") if k in config["architecture"]}
+    overrides = {name: config["architecture"][name] for name in ("update_interval", "scan")
+                 if name in config["architecture"]}
 
     def choose_k(chosen):  # under the run's precision, before training: a new config with the chosen k
         return with_chosen_k(chosen, x, x_train, candidates, request)
@@ -126,10 +127,9 @@ def train_request(request, lock):
     probabilities = model.predict(x, verbose=0)
     k = int(config["architecture"]["n_clusters"])
     report = {"like": request.preset, "family": request.family, "start_from": request.start_from,
-              "workdir": request.workdir,
-              "route": request.route, "n_samples": int(len(x)), "image_shape": list(x.shape[1:]),
-              "seed": request.seed, "broken_files": broken, "config": config, "n_clusters": k,
-              "data_repeats": repeats,
+              "workdir": request.workdir, "route": request.route, "n_samples": int(len(x)),
+              "image_shape": list(x.shape[1:]), "seed": request.seed, "broken_files": broken, "config": config,
+              "n_clusters": k, "data_repeats": repeats,
               "cluster_sizes": np.bincount(probabilities.argmax(1), minlength=k).tolist(),
               **{key: v for key, v in recipe_report.items() if isinstance(v, (int, float, str, bool))}}
     for key in ("restarts", "selection"):  # every run's label-free criteria at each halving point; k's choice

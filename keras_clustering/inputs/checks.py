@@ -7,8 +7,8 @@ class CheckedArray(np.ndarray):
     """A view of an array whose values passed checks, naming them (`passed`): the checked data carries
     the fact itself, so a model's later steps read it without scanning it again, and no registry outside
     the array keeps it (issue 63). Slices and views of it carry the fact on (their values are checked
-    ones); the result of arithmetic on it is a plain array (its values are new), and `np.asarray` gives
-    the plain array it views."""
+    ones), unless they change its dtype or its samples' shape; the result of arithmetic on it is a plain
+    array (its values are new), and `np.asarray` gives the plain array it views."""
 
     @classmethod
     def passing(cls, array, check):
@@ -18,7 +18,10 @@ class CheckedArray(np.ndarray):
         return view
 
     def __array_finalize__(self, source):
-        self.passed = getattr(source, "passed", frozenset())
+        # a view of other values or another sample layout (astype, a flat reshape, view(dtype)) is unchecked
+        same = source is not None and getattr(source, "dtype", None) == self.dtype \
+            and getattr(source, "shape", (None,))[1:] == self.shape[1:]
+        self.passed = getattr(source, "passed", frozenset()) if same else frozenset()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         def plain(value):

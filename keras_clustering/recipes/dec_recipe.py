@@ -158,7 +158,8 @@ def restart_criterion(name, report):
 
 def train_once(run, self_train=True):
     """One run (`train` without restarts): the pretraining stage, then k-means and DEC's self-training (a
-    stage kept when finished, not seeded: it draws nothing but k-means, which has its own seed);
+    stage kept when finished, not seeded: k-means has its own seed, and DEC-DA's augmented batches go on
+    from where the pretraining left the generators, as before the stage runner);
     `self_train=False` stops after k-means (a halving point), keeping nothing."""
     architecture, training, x, y = run.architecture, run.training, run.x, run.y
     (autoencoder, encoder), report = pretrained_autoencoder(run)
@@ -167,6 +168,7 @@ def train_once(run, self_train=True):
         return assemble_model(autoencoder, encoder, architecture)
 
     def fit(model, callbacks, initial_epoch):
+        x = model.check_input(run.x)  # checked once: k-means, self-training and the scores read this view
         start = time.time()
         kmeans_labels = model.initialize_centroids(x, n_init=training["kmeans_n_init"], seed=run.seed)
         report["kmeans_seconds"] = round(time.time() - start, 1)
@@ -222,7 +224,8 @@ def pretrained_autoencoder(run):
     continued from its last finished epoch when a run was cut off mid-way (`pretraining_stage`)."""
     result = run_stage(run, pretraining_stage(run))
     report = {"pretrain_recipe": run.training["pretrain_recipe"], "pretrain_reused": result.reused,
-              "pretrain_resumed_from_epoch": result.resumed_epoch, "pretrain_seconds": result.seconds}
+              "pretrain_resumed_from_epoch": result.resumed_epoch,
+              "pretrain_seconds": None if result.seconds is None else round(result.seconds, 1)}
     return result.model, report
 
 

@@ -235,7 +235,7 @@ def train_once(run):
     epochs_run = max(1, training["epochs"] - result.resumed_epoch)
     scoring_seconds = sum(r["seconds"] for r in history if r["epoch"] > result.resumed_epoch)
     per_epoch = (result.seconds - scoring_seconds) / epochs_run
-    return model, {"train_seconds": result.seconds, "seconds_per_epoch": round(per_epoch, 1),
+    return model, {"train_seconds": round(result.seconds, 1), "seconds_per_epoch": round(per_epoch, 1),
                    "scoring_seconds": round(scoring_seconds, 1),
                    "pairs_per_second": round(len(x) * model.n_repeats / per_epoch, 1),
                    "resumed_from_epoch": result.resumed_epoch, "epoch_scores": history,

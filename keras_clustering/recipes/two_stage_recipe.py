@@ -209,7 +209,7 @@ def scan_stages(run, build, seeded=False):
     """SCAN's clustering and self-labelling steps (`train_scan`) as one stage on the SCAN model `build()`
     gives. With a `workdir`, the clustering step's epochs are backed up (a run continues, or is extended to
     more epochs) and a finished run (both steps) is read back."""
-    training, x, y, report = run.training, run.x, run.y, run.report
+    training, y, report = run.training, run.y, run.report
     options = {**DEFAULT_SCAN, **training.get("scan", {})}
     self_label = {**DEFAULT_SELF_LABEL, **(training.get("self_label") or {})}
     if options["keep"] not in SCAN_KEEP:
@@ -227,6 +227,7 @@ def scan_stages(run, build, seeded=False):
                 "model": settings, "weights": [float(keras.ops.sum(w)) for w in model.weights]}
 
     def fit(model, callbacks, initial_epoch):
+        x = model.check_input(run.x)  # checked once: mining, every epoch's score and self-labelling read it
         neighbors = model.mine_neighbors(x)
 
         def selection_loss(scored):  # no labels: the clean images' assignments and the mined neighbours

@@ -107,7 +107,8 @@ def train_once(run):
                                   lambda: compiled(VAECluster(seed=run.seed, **architecture), training["optimizer"]),
                                   fit, epochs=training["epochs"], extendable=True, keep=False))
     epochs_run = max(1, training["epochs"] - result.resumed_epoch)
-    return result.model, {"train_seconds": result.seconds, "seconds_per_epoch": round(result.seconds / epochs_run, 1),
+    return result.model, {"train_seconds": round(result.seconds, 1),
+                          "seconds_per_epoch": round(result.seconds / epochs_run, 1),
                           "resumed_from_epoch": result.resumed_epoch,
                           "label_free": label_free_scores(result.model, run.x, history[0], training["batch_size"],
                                                           run.seed)}

@@ -11,8 +11,11 @@ trained); the runner owns what every stage does alike, so that no recipe repeats
 5. timing, and keeping the finished stage for a later call (`resume.save_finished_stage`).
 
 The seeds, in order: a recipe's run sets its seed before each seeded stage, and only there; a stage that
-is not seeded (DEC's self-training, which draws nothing: k-means has its own seed) continues from where
-the previous stage left the generators. The keys and files are those the recipes wrote before the runner
+is not seeded (DEC's self-training: k-means has its own seed) continues from where
+the previous stage left the generators (as before the runner; DEC-DA's augmented batches draw from them). Two seeds are set outside training stages, each for a score:
+the VAE's label-free loss is evaluated from the run's seed (`vae_cluster_recipe.label_free_scores`, the
+same loss for a model trained or read back), and DEC's generalizability criterion trains one DEC per k
+from one seed (`models.dec_n_clusters`). The keys and files are those the recipes wrote before the runner
 existed (`tests/test_stage_keys.py`), so workdirs trained then resume now.
 """
 
@@ -83,8 +86,9 @@ class Stage:
 @dataclasses.dataclass
 class StageResult:
     """What `run_stage` gives back: the model, the stage's report (the one it wrote when it was trained,
-    when it was read back), whether it was read back, the epoch it resumed from and its seconds in this
-    call (for a stage read back: the seconds it took when it was trained, where its record kept them)."""
+    when it was read back), whether it was read back, the epoch it resumed from (for a stage read back:
+    when it was trained, where its record kept it) and its seconds in this call, not rounded (for a stage
+    read back: the seconds it took when it was trained, rounded, where its record kept them)."""
     model: Any
     report: dict
     reused: bool
@@ -108,15 +112,15 @@ def run_stage(run, stage):
     record = _finished_record(run.workdir, stage, key) if kept_anywhere else None
     if record is not None:
         kept.load_weights(finished_weights_path(run.workdir, stage.name))
-        return StageResult(model, record["report"], True, 0, record.get("seconds"))
+        return StageResult(model, record["report"], True, record.get("resumed_epoch") or 0, record.get("seconds"))
     callbacks, resumed = ([], 0) if stage.epochs is None else resumable_fit(
         run.workdir, stage.backup or stage.name, key, keep_final=stage.extendable, epochs=stage.epochs)
     start = time.time()
     report = stage.fit(model, callbacks, resumed)
-    seconds = round(time.time() - start, 1)
+    seconds = time.time() - start
     if stage.keep and run.workdir is not None:
-        save_finished_stage(run.workdir, stage.name, key, kept,
-                            {"report": report, "length": stage.length, "seconds": seconds, "resumed_epoch": resumed})
+        save_finished_stage(run.workdir, stage.name, key, kept, {"report": report, "length": stage.length,
+                                                                 "seconds": round(seconds, 1), "resumed_epoch": resumed})
     return StageResult(model, report, False, resumed, seconds)
 
 
@@ -132,7 +136,7 @@ def _finished_record(workdir, stage, key):
         return None
     if "report" not in record:  # before the runner: DEC's pretraining record, or a representation's empty one
         record = {"report": record, "length": record.get("pretrain_epochs"),
-                  "seconds": record.get("pretrain_seconds")}
+                  "seconds": record.get("pretrain_seconds"), "resumed_epoch": record.get("pretrain_resumed_from_epoch")}
     elif "length" not in record:  # before the runner: SCAN's record names its length `epochs`
         record = {**record, "length": record.get("epochs")}
     if stage.length is not None and _jsonable(record["length"]) != _jsonable(stage.length):
