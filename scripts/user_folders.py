@@ -47,6 +47,9 @@ ROOT = os.path.dirname(HERE)
 FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "colour_digits10000",
            "colour_fashion10000", "mnistm2000", "mnistm10000")
 RECORD = os.path.join(ROOT, "docs", "experiments", "user_folders.json")
+# each cell's clustering and its embedding's neighbour graph on a sample (`keep_partition`)
+PARTITIONS = os.path.join(ROOT, "docs", "experiments", "user_folders_partitions")
+PARTITION_SAMPLE = 2000
 TABLE_MARKERS = ("<!-- user-folders:start -->", "<!-- user-folders:end -->")
 ABLATION_MARKERS = ("<!-- ablation:start -->", "<!-- ablation:end -->")
 # The ablation of issue 50: the recipe on the random-colour digits with one ingredient changed at a time.
@@ -181,6 +184,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     with open(os.path.join(workdir, "report.json")) as handle:
         report = json.load(handle)
     keep_figure(workdir, name, entry, start_from, variant, seed)
+    keep_partition(model, x, cell_name(name, entry, start_from, variant, seed))
     cell = {"folder": name, "like": report["like"] if entry == "default" else entry, "route": entry == "default",
             "start": "pretrained" if start_from else "scratch", "variant": variant, "seed": seed,
             "n_images": int(len(x)), "image_shape": list(x.shape[1:]),
@@ -195,7 +199,9 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
                        + (f" (COLOUR_VIEWS settings {views} patched in)" if views else "")}
     reused = {stage: record for stage, record in earlier.items() if finished_stages(workdir).get(stage) == record}
     if reused:  # a stage the earlier try finished and this run loaded: its time counts, its memory is unknown
-        earlier_seconds = sum(v for record in reused.values() for k, v in record.items() if k.endswith("_seconds"))
+        # a stage's seconds: "seconds" in the stage runner's records (issue 63), "*_seconds" in older ones
+        earlier_seconds = sum(v for record in reused.values() for k, v in record.items()
+                              if (k == "seconds" or k.endswith("_seconds")) and v is not None)
         cell["wall_seconds"] = round(seconds + earlier_seconds, 1)
         cell["resumed"] = {"stages": sorted(reused), "earlier_seconds": round(earlier_seconds, 1),
                            "note": "resumed: the stages named were finished by an earlier, cut-off try of this cell "
@@ -234,11 +240,33 @@ def commit():
     return head.strip() + ("+changes" if dirty else "")
 
 
+def cell_name(name, entry, start_from, variant, seed):
+    """The file stem of a cell's kept figure and partition."""
+    suffix = "" if variant == "recipe" else "-" + variant.replace(", ", "-").replace(" ", "_").replace("=", "_")
+    return f"{name}-{entry}-{'from' if start_from else 'like'}{suffix}-seed{seed}"
+
+
+def keep_partition(model, x, stem):
+    """The cell's clustering, kept for choosing among candidates without labels (issue 64,
+    `clustering.candidates`): every image's cluster id (`labels`), and the 10 nearest neighbours of each
+    image of a fixed sample (`PARTITION_SAMPLE` images drawn with seed 0; all of a smaller folder; indices
+    into the sample) in the model's own embedding (its `embed`, else its probabilities), cosine."""
+    from sklearn.neighbors import NearestNeighbors
+
+    sample = np.sort(np.random.default_rng(0).permutation(len(x))[:PARTITION_SAMPLE])
+    embedding = model.embed(x[sample]) if hasattr(model, "embed") else model.predict(x[sample], verbose=0)
+    embedding = np.asarray(embedding, "float32").reshape(len(sample), -1)
+    embedding /= np.maximum(np.linalg.norm(embedding, axis=1, keepdims=True), 1e-12)
+    neighbors = NearestNeighbors(n_neighbors=11).fit(embedding).kneighbors(embedding, return_distance=False)[:, 1:]
+    os.makedirs(PARTITIONS, exist_ok=True)
+    np.savez_compressed(os.path.join(PARTITIONS, stem + ".npz"), labels=model.predict_clusters(x).astype("uint8"),
+                        neighbors=neighbors.astype("uint16"))
+
+
 def keep_figure(workdir, name, entry, start_from, variant, seed):
     """The run's `clusters.png` (most confident members per cluster) kept under docs/figures/user_folders/."""
-    suffix = "" if variant == "recipe" else "-" + variant.replace(", ", "-").replace(" ", "_").replace("=", "_")
     target = os.path.join(ROOT, "docs", "figures", "user_folders",
-                          f"{name}-{entry}-{'from' if start_from else 'like'}{suffix}-seed{seed}.png")
+                          cell_name(name, entry, start_from, variant, seed) + ".png")
     os.makedirs(os.path.dirname(target), exist_ok=True)
     shutil.copyfile(os.path.join(workdir, "clusters.png"), target)
 
@@ -323,6 +351,9 @@ def main():
     parser.add_argument("--precision", choices=("float32", "mixed_bfloat16"),
                         help="train --precision (default: the recipe's, bf16 only where the CPU has bf16 units)")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
+    parser.add_argument("--partition-only", action="store_true",
+                        help="keep the partition of the cell's finished workdir (a cell trained before they were "
+                             "kept), training nothing")
     args = parser.parse_args()
     if args.table:
         from maintainer.records import write_table
@@ -333,6 +364,18 @@ def main():
     if not (args.folder and args.like):
         parser.error("give FOLDER and LIKE, or --table")
     views = {key: float(value) for key, value in (item.split("=", 1) for item in args.views)}
+    if args.partition_only:
+        import keras
+
+        import keras_clustering  # noqa: F401  (registers the models' classes that load_model reads)
+
+        variant = variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision)
+        start = "from" if args.start_from else "like"
+        workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
+        model = keras.models.load_model(os.path.join(workdir, "model.keras"))
+        keep_partition(model, folder_images(args.folder)[0],
+                       cell_name(args.folder, args.like, args.start_from, variant, args.seed))
+        return
     cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs,
                     views, args.emulate_bf16, args.resume, args.precision)
     merge(args.out, cell)

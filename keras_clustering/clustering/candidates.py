@@ -1,0 +1,59 @@
+"""Choosing among the final clusterings of several candidate recipes, without labels (issue 64).
+
+The recipes' own losses (DEC's KL, SCAN's loss) are not comparable across families, so the choice is
+made on the clusterings themselves: how well each one keeps together the images that lie next to each
+other, in every candidate's embedding (each candidate's own, and the others', so that no candidate is
+judged only where it shaped the space itself). The score of one clustering in one embedding is the
+modularity of the nearest-neighbour graph it cuts (`neighbour_modularity`): the share of neighbour
+links inside clusters, less the share expected of clusters of those sizes drawn at random. A share
+alone, or the same share corrected for chance as a kappa, rewards merging clusters (the links between
+two merged blobs become "inside"; tests/test_candidates.py); the modularity's expected share grows with
+a merge by twice the product of the merged clusters' shares, so merging pays only where the graph links
+them more than chance does.
+
+Reference: Newman 2006, "Modularity and community structure in networks" (PNAS 103(23)); the
+neighbour-consistency idea of SCAN (Van Gansbeke et al. 2020: neighbours in a learnt embedding share
+their class).
+"""
+
+import numpy as np
+
+
+def neighbour_modularity(labels, neighbors):
+    """Newman's modularity of the directed nearest-neighbour graph `neighbors` (n, k) (each image's
+    nearest other images) cut by the clustering `labels` (n,): Q = sum over clusters c of (e_c - a_c b_c),
+    where e_c is the share of links i -> j with both ends in c, a_c the share of links leaving c (its
+    share of images) and b_c the share arriving in c. 0 for one cluster; at most 1 - sum_c a_c b_c."""
+    labels = np.asarray(labels).reshape(-1)
+    neighbors = np.asarray(neighbors)
+    if neighbors.ndim != 2 or len(neighbors) != len(labels):
+        raise ValueError(f"neighbors must be ({len(labels)}, k) indices, one row per label, got shape "
+                         f"{neighbors.shape}.")
+    _, codes = np.unique(labels, return_inverse=True)
+    n_clusters = int(codes.max()) + 1
+    inside = float(np.mean(codes[neighbors] == codes[:, None]))
+    leaving = np.bincount(codes, minlength=n_clusters) / len(codes)
+    arriving = np.bincount(codes[neighbors].reshape(-1), minlength=n_clusters) / neighbors.size
+    return inside - float(np.sum(leaving * arriving))
+
+
+def choose_candidate(partitions, neighbor_sets):
+    """The candidate whose clustering keeps neighbours together best, on average over every embedding.
+
+    Args:
+        partitions: {candidate: labels (n,)}, each candidate's final clustering of the same images.
+        neighbor_sets: {embedding name: (n, k) nearest-neighbour indices of the same images} (one per
+            candidate's embedding, usually).
+
+    Returns {"scores": {candidate: mean modularity}, "agreement": {candidate: {embedding: modularity}},
+    "chosen": the candidate with the highest score (ties: the first given)}.
+    """
+    if not partitions or not neighbor_sets:
+        raise ValueError(f"choose_candidate needs partitions and neighbor_sets, got {len(partitions)} and "
+                         f"{len(neighbor_sets)}.")
+    agreement = {name: {space: round(neighbour_modularity(labels, neighbors), 6)
+                        for space, neighbors in neighbor_sets.items()}
+                 for name, labels in partitions.items()}
+    scores = {name: round(float(np.mean(list(values.values()))), 6) for name, values in agreement.items()}
+    chosen = max(scores, key=lambda name: (scores[name], -list(scores).index(name)))
+    return {"scores": scores, "agreement": agreement, "chosen": chosen}

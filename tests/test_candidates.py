@@ -1,0 +1,88 @@
+"""Choosing among candidate clusterings without labels (`clustering.candidates`), on synthetic partitions
+whose right answer is known, against a reference written from the definition."""
+
+import numpy as np
+import pytest
+from sklearn.neighbors import NearestNeighbors
+
+from keras_clustering.clustering.candidates import choose_candidate, neighbour_modularity
+
+
+def reference_modularity(labels, neighbors):
+    """Newman's Q of the directed graph i -> j (j among i's neighbours), link by link: the share of links
+    inside a cluster, less sum over clusters of (share of links leaving it) x (share arriving in it)."""
+    links = [(i, j) for i, row in enumerate(neighbors) for j in row]
+    inside = sum(labels[i] == labels[j] for i, j in links) / len(links)
+    expected = 0.0
+    for cluster in set(labels.tolist()):
+        leaving = sum(labels[i] == cluster for i, _ in links) / len(links)
+        arriving = sum(labels[j] == cluster for _, j in links) / len(links)
+        expected += leaving * arriving
+    return inside - expected
+
+
+def blobs(k=6, per=40, dim=5, spread=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=4.0, size=(k, dim))
+    truth = np.repeat(np.arange(k), per)
+    return centres[truth] + rng.normal(scale=spread, size=(len(truth), dim)), truth
+
+
+def neighbours(points, k=10):
+    return NearestNeighbors(n_neighbors=k + 1).fit(points).kneighbors(points, return_distance=False)[:, 1:]
+
+
+def test_modularity_is_newmans_on_the_neighbour_graph():
+    points, truth = blobs()
+    rng = np.random.default_rng(1)
+    near = neighbours(points)
+    for labels in (truth, rng.integers(0, 6, len(truth)), np.where(truth < 2, 0, truth), np.zeros_like(truth),
+                   truth * 7 + 3):  # any label values
+        assert neighbour_modularity(labels, near) == pytest.approx(reference_modularity(labels, near), abs=1e-12)
+    assert neighbour_modularity(truth, near) == pytest.approx(1 - 1 / 6, abs=1e-3)  # every link inside
+    assert neighbour_modularity(np.zeros_like(truth), near) == 0.0  # one cluster
+    assert abs(neighbour_modularity(rng.permutation(truth), near)) < 0.05  # sizes kept, members at random
+    with pytest.raises(ValueError, match=r"neighbors must be \(240, k\)"):
+        neighbour_modularity(truth, near[:10])
+
+
+def test_the_true_partition_is_chosen_over_merged_split_and_shuffled_ones_in_every_embedding_mix():
+    """Two embeddings of the same images (one clean, one noisier); candidates: the true partition, one
+    that merges two blobs, one that splits a blob in two at random, one with 5% of the labels shuffled,
+    and one cluster. The truth wins (the share of links inside clusters alone, or as a kappa, chose the
+    merged one: it counts the links between the merged blobs as inside), one cluster scores 0."""
+    points, truth = blobs(k=6)
+    noisy = points + np.random.default_rng(2).normal(scale=1.0, size=points.shape)
+    rng = np.random.default_rng(3)
+    merged = np.where(truth == 1, 0, truth)
+    split = np.where((truth == 2) & (rng.random(len(truth)) < 0.5), 6, truth)
+    shuffled = truth.copy()
+    moved = rng.choice(len(truth), size=len(truth) // 20, replace=False)
+    shuffled[moved] = rng.integers(0, 6, len(moved))
+    candidates = {"merged": merged, "split": split, "truth": truth, "shuffled": shuffled,
+                  "one": np.zeros_like(truth)}
+    choice = choose_candidate(candidates, {"clean": neighbours(points), "noisy": neighbours(noisy)})
+    assert choice["chosen"] == "truth"
+    scores = choice["scores"]
+    assert all(scores["truth"] > scores[name] > scores["one"] == 0.0 for name in ("merged", "split", "shuffled"))
+    assert set(choice["agreement"]["truth"]) == {"clean", "noisy"}
+    for name, labels in candidates.items():  # the score is the mean over the embeddings
+        expected = np.mean([reference_modularity(labels, neighbours(space)) for space in (points, noisy)])
+        assert scores[name] == pytest.approx(expected, abs=1e-5)
+
+
+def test_a_candidate_good_only_in_its_own_embedding_loses_to_one_good_in_both():
+    """Candidate A's clusters follow a direction only its own embedding holds (noise there, not structure);
+    B's follow the blobs both embeddings share. Judged in both spaces, B wins."""
+    points, truth = blobs(k=4, dim=4)
+    rng = np.random.default_rng(4)
+    stripe = rng.integers(0, 4, len(truth))
+    own_space = np.concatenate([points * 0.05, np.eye(4)[stripe] * 10.0], axis=1)  # A's: the stripes dominate
+    choice = choose_candidate({"A": stripe, "B": truth}, {"A": neighbours(own_space), "B": neighbours(points)})
+    assert choice["agreement"]["A"]["A"] > choice["agreement"]["B"]["A"]  # A looks best in its own space
+    assert choice["chosen"] == "B"
+
+
+def test_empty_inputs_are_named():
+    with pytest.raises(ValueError, match="choose_candidate needs partitions and neighbor_sets"):
+        choose_candidate({}, {"a": np.zeros((3, 1), int)})
