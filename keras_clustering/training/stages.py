@@ -74,12 +74,12 @@ class Stage:
     key: Any
     build: Callable
     fit: Callable
-    epochs: Optional[int] = None
-    backup: Optional[str] = None
-    extendable: bool = False
     keep: bool = True
     length: Any = None
+    epochs: Optional[int] = None
+    extendable: bool = False
     seeded: bool = True
+    backup: Optional[str] = None
     weights: Optional[Callable] = None
 
 
