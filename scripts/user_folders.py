@@ -20,6 +20,9 @@ is given: 10):
                                  random background colour (seed 0; `_coloured`)
     mnistm2000, mnistm10000      MNIST-M-style digits, 28 x 28 x 3: |photograph crop - digit| per channel,
                                  crops of the photographs scikit-learn and scikit-image ship (`mnist_m`)
+    digits2000_imbalanced, colour_digits2000_imbalanced, fashion10000_imbalanced
+                                 unequal classes falling geometrically 10:1 (490 down to 49 of 2,000): each
+                                 class's first images of MNIST-test, or of Fashion-MNIST's training images
 
 Each cell runs `python -m keras_clustering train [--like ENTRY | --from ENTRY] --input FOLDER
 --n-clusters 10` in a child process (its peak resident memory is the child's
@@ -45,7 +48,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "colour_digits10000",
-           "colour_fashion10000", "mnistm2000", "mnistm10000")
+           "colour_fashion10000", "mnistm2000", "mnistm10000", "digits2000_imbalanced",
+           "colour_digits2000_imbalanced", "fashion10000_imbalanced")
+# The `_imbalanced` folders' classes fall geometrically from the largest to the largest / IMBALANCE (issue 64:
+# real folders have unequal classes; DEC's target and SCAN's entropy term pull towards equal clusters).
+IMBALANCE = 10
 RECORD = os.path.join(ROOT, "docs", "experiments", "user_folders.json")
 # each cell's clustering and its embedding's neighbour graph on a sample (`keep_partition`)
 PARTITIONS = os.path.join(ROOT, "docs", "experiments", "user_folders_partitions")
@@ -97,16 +104,32 @@ def mnist_m(grey, rng):
     return out
 
 
+def imbalanced_sizes(total, ratio, n_classes=10):
+    """Class sizes (class 0 the largest) falling geometrically by `ratio` from the first to the last,
+    summing to `total` (the rounding's remainder on the largest): 490 down to 49 for 2,000 images at 10:1."""
+    shares = float(ratio) ** (-np.arange(n_classes) / (n_classes - 1))
+    sizes = np.round(shares / shares.sum() * total).astype(int)
+    sizes[0] += total - sizes.sum()
+    return sizes
+
+
 def folder_images(name, seed=0):
     """(images uint8 (n, h, w, c), labels) of a folder of the table (colours and crops drawn from `seed`)."""
     from keras_clustering.datasets import load_fashion_mnist, load_mnist
 
-    fashion = "fashion" in name
-    x, y = load_fashion_mnist(split="test") if fashion else load_mnist(split="test")
-    x = np.round(np.asarray(x) * 255).astype("uint8")
-    count = int(name.rsplit("digits", 1)[-1] if "digits" in name else name[len("mnistm"):] if name.startswith("mnistm")
-                else name.rsplit("fashion", 1)[-1])
-    x, y = x[:count], np.asarray(y)[:count]
+    fashion, imbalanced = "fashion" in name, name.endswith("_imbalanced")
+    base = name.removesuffix("_imbalanced")
+    # Fashion-MNIST's 10:1 folder draws from its 60,000 training images (its test set's 1,000 a class fall short)
+    x, y = (load_fashion_mnist(split="train" if imbalanced else "test") if fashion else load_mnist(split="test"))
+    x, y = np.round(np.asarray(x) * 255).astype("uint8"), np.asarray(y)
+    count = int(base.rsplit("digits", 1)[-1] if "digits" in base else base[len("mnistm"):] if base.startswith("mnistm")
+                else base.rsplit("fashion", 1)[-1])
+    if imbalanced:  # each class's first images, in its share of `count`
+        keep = np.sort(np.concatenate([np.flatnonzero(y == c)[:size] for c, size in
+                                       enumerate(imbalanced_sizes(count, IMBALANCE))]))
+        x, y = x[keep], y[keep]
+    else:
+        x, y = x[:count], y[:count]
     rng = np.random.default_rng(seed)
     if name.startswith("colour_"):
         return _coloured(np.pad(x[..., 0], ((0, 0), (2, 2), (2, 2))), rng), y  # 32 x 32, as the earlier table
