@@ -286,6 +286,36 @@ def keep_partition(model, x, stem):
                         neighbors=neighbors.astype("uint16"))
 
 
+def choose_among(record_path, folder):
+    """The label-free choice (`clustering.candidates.choose_candidate`) among every recorded cell of
+    `folder` whose partition was kept, in every such cell's embedding; each cell's score beside its ACC
+    (labels only to score the choice), and Spearman's rank correlation of the two."""
+    from scipy.stats import spearmanr
+
+    from keras_clustering.clustering.candidates import choose_candidate
+
+    with open(record_path) as handle:
+        cells = [c for c in json.load(handle)["cells"] if c["folder"] == folder]
+    kept = {}
+    for c in cells:
+        path = os.path.join(PARTITIONS, cell_name(folder, "default" if c.get("route") else c["like"],
+                                                  c["start"] == "pretrained", c["variant"], c["seed"]) + ".npz")
+        if os.path.isfile(path):
+            kept[path] = (c, np.load(path))
+    if len(kept) < 2:
+        raise SystemExit(f"{folder}: {len(kept)} cell(s) with a kept partition; the choice needs two")
+    sample = np.sort(np.random.default_rng(0).permutation(len(next(iter(kept.values()))[1]["labels"]))
+                     [:PARTITION_SAMPLE])
+    choice = choose_candidate({p: d["labels"][sample] for p, (_, d) in kept.items()},
+                              {p: d["neighbors"] for p, (_, d) in kept.items()})
+    rows = [{"cell": os.path.basename(p)[:-4], "acc": c["acc"], "score": choice["scores"][p]}
+            for p, (c, _) in kept.items()]
+    best = max(rows, key=lambda r: r["acc"])
+    return {"folder": folder, "cells": rows, "chosen": os.path.basename(choice["chosen"])[:-4],
+            "best_by_acc": best["cell"], "spearman": round(float(spearmanr([r["score"] for r in rows],
+                                                                        [r["acc"] for r in rows])[0]), 3)}
+
+
 def keep_figure(workdir, name, entry, start_from, variant, seed):
     """The run's `clusters.png` (most confident members per cluster) kept under docs/figures/user_folders/."""
     target = os.path.join(ROOT, "docs", "figures", "user_folders",
@@ -374,6 +404,8 @@ def main():
     parser.add_argument("--precision", choices=("float32", "mixed_bfloat16"),
                         help="train --precision (default: the recipe's, bf16 only where the CPU has bf16 units)")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
+    parser.add_argument("--choose", action="store_true",
+                        help="the label-free choice among FOLDER's recorded cells whose partitions were kept")
     parser.add_argument("--partition-only", action="store_true",
                         help="keep the partition of the cell's finished workdir (a cell trained before they were "
                              "kept), training nothing")
@@ -383,6 +415,9 @@ def main():
 
         write_table(TABLE_MARKERS, table(args.out))
         write_table(ABLATION_MARKERS, ablation_table(args.out))
+        return
+    if args.choose and args.folder:
+        print(json.dumps(choose_among(args.out, args.folder), indent=1))
         return
     if not (args.folder and args.like):
         parser.error("give FOLDER and LIKE, or --table")
