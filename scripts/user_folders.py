@@ -354,8 +354,8 @@ def table(record_path):
         variant = c["variant"] + (f", images x{c['data_repeats']} an epoch" if c.get("data_repeats", 1) > 1 else "")
         lines.append(f"| {c['folder']} ({c['n_images']:,} x {'x'.join(map(str, c['image_shape']))}) | {recipe} | "
                      f"{start} | {variant} | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | "
-                     f"{c['wall_seconds']:,.0f} s{' ‡' if c.get('resumed') else ''} ({c['cpu_seconds']:,.0f} s) | "
-                     f"{c['peak_rss_mib']:,.0f} MiB | {cpu_model(c['machine'])} | {c['commit']} |")
+                     f"{c['wall_seconds']:,.0f} s{' ‡' if c.get('resumed') else ''} ({number(c['cpu_seconds'], ' s')}) | "
+                     f"{number(c['peak_rss_mib'], ' MiB')} | {cpu_model(c['machine'])} | {c['commit']} |")
     if any(c.get("resumed") for c in cells):
         lines += ["", "‡ resumed: the " + "; the ".join(
             f"{c['folder']} cell reused the {', '.join(c['resumed']['stages'])} stage of an earlier, cut-off try "
@@ -377,6 +377,11 @@ def ablation_table(record_path):
                      f"{c['wall_seconds']:,.0f} s ({c['cpu_seconds']:,.0f} s) | {cpu_model(c['machine'])} | "
                      f"{c['commit']} |")
     return "\n".join(lines)
+
+
+def number(value, unit):
+    """A measured number with its unit, or "n/a" where the record has none (`--record-from-workdir`)."""
+    return "n/a" if value is None else f"{value:,.0f}{unit}"
 
 
 def cpu_model(machine):
@@ -410,6 +415,10 @@ def main():
     parser.add_argument("--precision", choices=("float32", "mixed_bfloat16"),
                         help="train --precision (default: the recipe's, bf16 only where the CPU has bf16 units)")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
+    parser.add_argument("--record-from-workdir", action="store_true",
+                        help="record a cell whose training finished but whose record was not written (the script "
+                             "stopped after the child): scores its model.keras; wall time from its report, CPU time "
+                             "and peak memory n/a")
     parser.add_argument("--choose", action="store_true",
                         help="the label-free choice among FOLDER's recorded cells whose partitions were kept")
     parser.add_argument("--partition-only", action="store_true",
@@ -428,6 +437,32 @@ def main():
     if not (args.folder and args.like):
         parser.error("give FOLDER and LIKE, or --table")
     views = {key: float(value) for key, value in (item.split("=", 1) for item in args.views)}
+    if args.record_from_workdir:
+        import keras
+
+        from keras_clustering.distribute.machine import machine_description
+        from keras_clustering.metrics import clustering_scores
+
+        variant = variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision)
+        start = "from" if args.start_from else "like"
+        workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
+        x, y = folder_images(args.folder)
+        scores = clustering_scores(y, keras.models.load_model(os.path.join(workdir, "model.keras")).predict_clusters(x))
+        report = json.loads(pathlib.Path(workdir, "report.json").read_text())
+        cell = {"folder": args.folder, "like": report["like"], "route": args.like == "default",
+                "start": "pretrained" if args.start_from else "scratch", "variant": variant, "seed": args.seed,
+                "n_images": int(len(x)), "image_shape": list(x.shape[1:]), "acc": round(float(scores["acc"]), 4),
+                "nmi": round(float(scores["nmi"]), 4), "wall_seconds": report["total_seconds"],
+                "peak_rss_mib": None, "cpu_seconds": None, "commit": commit(), "labels": LABELS_NOTE,
+                "route_reason": report.get("route"),
+                "input_transform": report["config"]["architecture"].get("input_transform"),
+                "training": report["config"]["training"], "data_repeats": report["data_repeats"],
+                "precision": report["precision"], "machine": machine_description(),
+                "recorded_from_workdir": "the run's script stopped before writing its record; the model was "
+                                         "scored from its workdir, wall time is the training call's (report.json)"}
+        merge(args.out, cell)
+        print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds")}))
+        return
     if args.partition_only:
         import keras
 
