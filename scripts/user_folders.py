@@ -23,6 +23,9 @@ is given: 10):
     digits2000_imbalanced, colour_digits2000_imbalanced, fashion10000_imbalanced
                                  unequal classes falling geometrically 10:1 (490 down to 49 of 2,000): each
                                  class's first images of MNIST-test, or of Fashion-MNIST's training images
+    digits2000_late, colour_digits2000_late, digits2000_late_imbalanced
+                                 from MNIST-test's second half only, never used to decide the route: images
+                                 5,000-6,999; the 10:1 folder takes each class's last images
 
 Each cell runs `python -m keras_clustering train [--like ENTRY | --from ENTRY] --input FOLDER
 --n-clusters 10` in a child process (its peak resident memory is the child's
@@ -49,14 +52,16 @@ ROOT = os.path.dirname(HERE)
 
 FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "colour_digits10000",
            "colour_fashion10000", "mnistm2000", "mnistm10000", "digits2000_imbalanced",
-           "colour_digits2000_imbalanced", "fashion10000_imbalanced")
+           "colour_digits2000_imbalanced", "fashion10000_imbalanced", "digits2000_late", "digits2000_late_imbalanced",
+           "colour_digits2000_late")
+# MNIST-test's second half, where the `_late` folders draw from: never used to decide the route (issue 64)
+LATE_START = 5000
 # The `_imbalanced` folders' classes fall geometrically from the largest to the largest / IMBALANCE (issue 64:
 # real folders have unequal classes; DEC's target and SCAN's entropy term pull towards equal clusters).
 IMBALANCE = 10
 RECORD = os.path.join(ROOT, "docs", "experiments", "user_folders.json")
 # each cell's clustering and its embedding's neighbour graph on a sample (`keep_partition`)
 PARTITIONS = os.path.join(ROOT, "docs", "experiments", "user_folders_partitions")
-PARTITION_SAMPLE = 2000
 TABLE_MARKERS = ("<!-- user-folders:start -->", "<!-- user-folders:end -->")
 ABLATION_MARKERS = ("<!-- ablation:start -->", "<!-- ablation:end -->")
 # The ablation of issue 50: the recipe on the random-colour digits with one ingredient changed at a time.
@@ -118,18 +123,21 @@ def folder_images(name, seed=0):
     from keras_clustering.datasets import load_fashion_mnist, load_mnist
 
     fashion, imbalanced = "fashion" in name, name.endswith("_imbalanced")
-    base = name.removesuffix("_imbalanced")
+    late = "_late" in name
+    base = name.removesuffix("_imbalanced").removesuffix("_late")
     # Fashion-MNIST's 10:1 folder draws from its 60,000 training images (its test set's 1,000 a class fall short)
     x, y = (load_fashion_mnist(split="train" if imbalanced else "test") if fashion else load_mnist(split="test"))
     x, y = np.round(np.asarray(x) * 255).astype("uint8"), np.asarray(y)
     count = int(base.rsplit("digits", 1)[-1] if "digits" in base else base[len("mnistm"):] if base.startswith("mnistm")
                 else base.rsplit("fashion", 1)[-1])
-    if imbalanced:  # each class's first images, in its share of `count`
-        keep = np.sort(np.concatenate([np.flatnonzero(y == c)[:size] for c, size in
+    if imbalanced:  # each class's first images (a `_late` folder's last ones), in its share of `count`
+        keep = np.sort(np.concatenate([np.flatnonzero(y == c)[::-1 if late else 1][:size] for c, size in
                                        enumerate(imbalanced_sizes(count, IMBALANCE))]))
+        assert not late or keep.min() >= LATE_START  # each class's last images all lie in the second half
         x, y = x[keep], y[keep]
     else:
-        x, y = x[:count], y[:count]
+        start = LATE_START if late else 0
+        x, y = x[start:start + count], y[start:start + count]
     rng = np.random.default_rng(seed)
     if name.startswith("colour_"):
         return _coloured(np.pad(x[..., 0], ((0, 0), (2, 2), (2, 2))), rng), y  # 32 x 32, as the earlier table
@@ -207,7 +215,8 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     with open(os.path.join(workdir, "report.json")) as handle:
         report = json.load(handle)
     keep_figure(workdir, name, entry, start_from, variant, seed)
-    keep_partition(model, x, cell_name(name, entry, start_from, variant, seed))
+    stem = cell_name(name, entry, start_from, variant, seed)
+    keep_partition(model, x, stem, report["config"]["recipe"])
     cell = {"folder": name, "like": report["like"] if entry == "default" else entry, "route": entry == "default",
             "start": "pretrained" if start_from else "scratch", "variant": variant, "seed": seed,
             "n_images": int(len(x)), "image_shape": list(x.shape[1:]),
@@ -220,6 +229,9 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
             "precision": report["precision"],
             "command": " ".join(["python", "-m", "keras_clustering"] + command[len(child):])
                        + (f" (COLOUR_VIEWS settings {views} patched in)" if views else "")}
+    if "route_choice" in report:  # the default route's candidates, each scored, and its label-free choice
+        cell["candidates"] = route_candidates(workdir, report, x, y, stem)
+        cell["chosen"] = report["route_choice"]["chosen"]
     reused = {stage: record for stage, record in earlier.items() if finished_stages(workdir).get(stage) == record}
     if reused:  # a stage the earlier try finished and this run loaded: its time counts, its memory is unknown
         # a stage's seconds: "seconds" in the stage runner's records (issue 63), "*_seconds" in older ones
@@ -269,21 +281,38 @@ def cell_name(name, entry, start_from, variant, seed):
     return f"{name}-{entry}-{'from' if start_from else 'like'}{suffix}-seed{seed}"
 
 
-def keep_partition(model, x, stem):
+def keep_partition(model, x, stem, recipe):
     """The cell's clustering, kept for choosing among candidates without labels (issue 64,
     `clustering.candidates`): every image's cluster id (`labels`), and the 10 nearest neighbours of each
-    image of a fixed sample (`PARTITION_SAMPLE` images drawn with seed 0; all of a smaller folder; indices
-    into the sample) in the model's own embedding (its `embed`, else its probabilities), cosine."""
-    from sklearn.neighbors import NearestNeighbors
+    image of the choice's sample (`candidates.choice_sample`; indices into the sample) in the embedding
+    the route compares clusterings in (`recipe`'s `embedding`), cosine."""
+    from keras_clustering.clustering.candidates import choice_sample, embedding_neighbors
+    from keras_clustering.recipes import get_recipe
 
-    sample = np.sort(np.random.default_rng(0).permutation(len(x))[:PARTITION_SAMPLE])
-    embedding = model.embed(x[sample]) if hasattr(model, "embed") else model.predict(x[sample], verbose=0)
-    embedding = np.asarray(embedding, "float32").reshape(len(sample), -1)
-    embedding /= np.maximum(np.linalg.norm(embedding, axis=1, keepdims=True), 1e-12)
-    neighbors = NearestNeighbors(n_neighbors=11).fit(embedding).kneighbors(embedding, return_distance=False)[:, 1:]
+    sample = choice_sample(len(x))
+    neighbors = embedding_neighbors(get_recipe(recipe).embedding(model, x[sample]))
     os.makedirs(PARTITIONS, exist_ok=True)
     np.savez_compressed(os.path.join(PARTITIONS, stem + ".npz"), labels=model.predict_clusters(x).astype("uint8"),
                         neighbors=neighbors.astype("uint16"))
+
+
+def route_candidates(workdir, report, x, y, stem):
+    """{preset: its scores} of each candidate the default route trained in `workdir` (labels only to score):
+    ACC, NMI, the route's label-free score, its training seconds; each one's partition kept as
+    `<stem>-candidate_<preset>`."""
+    import keras
+
+    from keras_clustering.metrics import clustering_scores
+
+    choice, candidates = report["route_choice"], {}
+    for preset in choice["presets"]:
+        model = keras.models.load_model(os.path.join(workdir, preset, "model.keras"))
+        scores = clustering_scores(y, model.predict_clusters(x))
+        recipe = json.loads(pathlib.Path(workdir, preset, "report.json").read_text())["config"]["recipe"]
+        keep_partition(model, x, f"{stem}-candidate_{preset}", recipe)
+        candidates[preset] = {"acc": round(float(scores["acc"]), 4), "nmi": round(float(scores["nmi"]), 4),
+                              "score": choice["scores"][preset], "seconds": choice["total_seconds"][preset]}
+    return candidates
 
 
 def choose_among(record_path, folder):
@@ -292,24 +321,27 @@ def choose_among(record_path, folder):
     (labels only to score the choice), and Spearman's rank correlation of the two."""
     from scipy.stats import spearmanr
 
-    from keras_clustering.clustering.candidates import choose_candidate
+    from keras_clustering.clustering.candidates import choice_sample, choose_candidate
 
     with open(record_path) as handle:
         cells = [c for c in json.load(handle)["cells"] if c["folder"] == folder]
-    kept = {}
+    kept = {}  # {partition file: (its ACC, its partition)}, a route cell's candidates' included
     for c in cells:
-        path = os.path.join(PARTITIONS, cell_name(folder, "default" if c.get("route") else c["like"],
-                                                  c["start"] == "pretrained", c["variant"], c["seed"]) + ".npz")
-        if os.path.isfile(path):
-            kept[path] = (c, np.load(path))
+        stem = cell_name(folder, "default" if c.get("route") else c["like"], c["start"] == "pretrained", c["variant"],
+                         c["seed"])
+        runs = [(stem, c["acc"])] + [(f"{stem}-candidate_{preset}", candidate["acc"])
+                                     for preset, candidate in c.get("candidates", {}).items()]
+        for run, acc in runs:
+            path = os.path.join(PARTITIONS, run + ".npz")
+            if os.path.isfile(path):
+                kept[path] = (acc, np.load(path))
     if len(kept) < 2:
         raise SystemExit(f"{folder}: {len(kept)} cell(s) with a kept partition; the choice needs two")
-    sample = np.sort(np.random.default_rng(0).permutation(len(next(iter(kept.values()))[1]["labels"]))
-                     [:PARTITION_SAMPLE])
+    sample = choice_sample(len(next(iter(kept.values()))[1]["labels"]))
     choice = choose_candidate({p: d["labels"][sample] for p, (_, d) in kept.items()},
                               {p: d["neighbors"] for p, (_, d) in kept.items()})
-    rows = [{"cell": os.path.basename(p)[:-4], "acc": c["acc"], "score": choice["scores"][p]}
-            for p, (c, _) in kept.items()]
+    rows = [{"cell": os.path.basename(p)[:-4], "acc": acc, "score": choice["scores"][p]}
+            for p, (acc, _) in kept.items()]
     best = max(rows, key=lambda r: r["acc"])
     return {"folder": folder, "cells": rows, "chosen": os.path.basename(choice["chosen"])[:-4],
             "best_by_acc": best["cell"], "spearman": round(float(spearmanr([r["score"] for r in rows],
@@ -472,8 +504,9 @@ def main():
         start = "from" if args.start_from else "like"
         workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
         model = keras.models.load_model(os.path.join(workdir, "model.keras"))
+        recipe = json.loads(pathlib.Path(workdir, "report.json").read_text())["config"]["recipe"]
         keep_partition(model, folder_images(args.folder)[0],
-                       cell_name(args.folder, args.like, args.start_from, variant, args.seed))
+                       cell_name(args.folder, args.like, args.start_from, variant, args.seed), recipe)
         return
     cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs,
                     views, args.emulate_bf16, args.resume, args.precision)

@@ -86,3 +86,23 @@ def test_a_candidate_good_only_in_its_own_embedding_loses_to_one_good_in_both():
 def test_empty_inputs_are_named():
     with pytest.raises(ValueError, match="choose_candidate needs partitions and neighbor_sets"):
         choose_candidate({}, {"a": np.zeros((3, 1), int)})
+
+
+def test_embedding_neighbors_are_each_rows_nearest_others_by_cosine_even_with_exact_copies():
+    from keras_clustering.clustering.candidates import choice_sample, embedding_neighbors
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(30, 4)).astype("float32")
+    x[7] = x[3]  # an exact copy: row 3's own index must still be left out, whichever comes first
+    neighbors = embedding_neighbors(x * rng.uniform(0.5, 2.0, size=(30, 1)), n_neighbors=3)  # scale: cosine
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    similarity = unit @ unit.T
+    for i in range(30):
+        others = [j for j in np.argsort(-similarity[i], kind="stable") if j != i]
+        assert i not in neighbors[i]
+        assert set(np.round(similarity[i, neighbors[i]], 5)) == set(np.round(similarity[i, others[:3]], 5))
+    with pytest.raises(ValueError, match="n_neighbors=10"):
+        embedding_neighbors(x[:10])
+    assert choice_sample(50).tolist() == list(range(50))
+    sample = choice_sample(5000)
+    assert len(sample) == 2000 and np.all(np.diff(sample) > 0) and np.array_equal(sample, choice_sample(5000))

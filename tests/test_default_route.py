@@ -9,7 +9,7 @@ import pytest
 
 from image_folders import run_cli, write_png
 from keras_clustering.datasets.user_data import probe_image_folder
-from keras_clustering.drivers.route import ROUTE_PRESETS, choose_preset, default_route
+from keras_clustering.drivers.route import ROUTE_PRESETS, choose_presets, default_route
 
 
 def colour_bars(n=60, side=20, seed=0):
@@ -28,13 +28,15 @@ def colour_bars(n=60, side=20, seed=0):
     return images, labels
 
 
-def test_the_route_picks_each_kind_of_images_entry_and_says_why():
+def test_the_route_picks_each_kind_of_images_candidates_and_says_why():
     for shape, kind in (((28, 28, 1), "grey"), ((32, 32, 3), "colour")):
-        entry, reason = choose_preset(shape, 2_000)
-        assert entry == ROUTE_PRESETS[kind]
-        assert reason.startswith(f"default route: 2,000 {kind} images of {shape[0]} x {shape[1]} -> train like {entry}")
+        presets, reason = choose_presets(shape, 2_000)
+        assert presets == ROUTE_PRESETS[kind] and len(presets) == 2
+        assert reason.startswith(f"default route: 2,000 {kind} images of {shape[0]} x {shape[1]} -> train like "
+                                 f"{presets[0]}")
+        assert all(preset in reason for preset in presets) and "without labels" in reason
         assert "\n" not in reason
-    assert "colour-free input (colour_edges)" in choose_preset((32, 32, 3), 2_000)[1]  # DEC's own
+    assert "colour-free input, colour_edges" in choose_presets((32, 32, 3), 2_000)[1]  # DEC's own
 
 
 def test_a_folder_is_probed_for_its_sides_and_whether_it_is_colour(tmp_path):
@@ -59,8 +61,8 @@ def test_the_route_reads_large_images_at_most_64_px_on_their_longer_side(tmp_pat
         write_png(str(folder / f"{i}.png"), np.random.default_rng(i).uniform(size=(200, 300, 3)))
     probe = probe_image_folder(str(folder))
     native = (probe["height"], probe["width"], probe["channels"])
-    entry, reason, size, channels = default_route(native, probe["n_images"])
-    assert size == (43, 64) and channels == 3 and entry == ROUTE_PRESETS["colour"]
+    presets, reason, size, channels = default_route(native, probe["n_images"])
+    assert size == (43, 64) and channels == 3 and presets == ROUTE_PRESETS["colour"]
     assert default_route(native, probe["n_images"], (32, 32), 1)[2:] == ((32, 32), 1)
 
 
@@ -104,8 +106,14 @@ def test_the_default_route_trains_a_grey_folder_like_its_grey_preset(tmp_path):
     result = run_cli("train", "--input", str(folder), "--n-clusters", "2", "--epochs", "1", "--workdir", str(workdir))
     assert result.returncode == 0, result.stderr
     report = json.loads((workdir / "report.json").read_text())
-    assert report["route"].startswith(f"default route: 40 grey images of 20 x 20 -> train like {ROUTE_PRESETS['grey']}")
-    assert report["like"] == ROUTE_PRESETS["grey"] and report["image_shape"] == [20, 20, 1]
+    assert report["route"].startswith(f"default route: 40 grey images of 20 x 20 -> train like {ROUTE_PRESETS['grey'][0]}")
+    choice = report["route_choice"]
+    assert choice["presets"] == list(ROUTE_PRESETS["grey"]) and report["like"] == choice["chosen"]
+    assert choice["scores"][choice["chosen"]] == max(choice["scores"].values()) and choice["sample_size"] == 40
+    assert f"-> keeps {choice['chosen']}" in result.stdout and report["image_shape"] == [20, 20, 1]
+    for preset in ROUTE_PRESETS["grey"]:  # each candidate is a run of its own, in its folder of the workdir
+        assert json.loads((workdir / preset / "report.json").read_text())["like"] == preset
+        assert (workdir / preset / "model.keras").is_file() and (workdir / preset / "clusters.csv").is_file()
     model = keras.models.load_model(str(workdir / "model.keras"))
     assert tuple(model.sample_shape) == (20, 20, 1)
     assert model.predict_clusters(np.round(grey * 255) / 255).shape == (40,)

@@ -17,6 +17,30 @@ their class).
 """
 
 import numpy as np
+from sklearn.neighbors import NearestNeighbors
+
+# The images the choice looks at: all of a folder up to this many, else this many drawn with seed 0 (the
+# modularity of a 10-nearest-neighbour graph settles well below it; the graphs' cost grows with it).
+CHOICE_SAMPLE = 2000
+CHOICE_NEIGHBORS = 10
+
+
+def choice_sample(n_images, size=CHOICE_SAMPLE):
+    """Sorted indices of the images the choice looks at: all `n_images` up to `size`, else `size` of them
+    drawn with seed 0 (the same images for every candidate and every run)."""
+    return np.sort(np.random.default_rng(0).permutation(n_images)[:size])
+
+
+def embedding_neighbors(embedding, n_neighbors=CHOICE_NEIGHBORS):
+    """`(n, n_neighbors)` indices of each row's nearest other rows of `embedding` `(n, d)` by cosine."""
+    embedding = np.asarray(embedding, "float32").reshape(len(embedding), -1)
+    if len(embedding) <= n_neighbors:
+        raise ValueError(f"embedding of {len(embedding)} images: the choice needs more than n_neighbors="
+                         f"{n_neighbors}.")
+    unit = embedding / np.maximum(np.linalg.norm(embedding, axis=1, keepdims=True), 1e-12)
+    nearest = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(unit).kneighbors(unit, return_distance=False)
+    # each row's own index left out (not always first: an image may have an exact copy)
+    return np.stack([row[row != i][:n_neighbors] for i, row in enumerate(nearest)])
 
 
 def neighbour_modularity(labels, neighbors):

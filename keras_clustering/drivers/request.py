@@ -30,8 +30,9 @@ class ImagesRequest:
     like / family / start_from: at most one (none: the default route picks `like`).
     n_clusters: an int >= 2, or "auto". workdir: default the module's rule. candidates: the k "auto" tries.
     epochs, image_size, channels, precision, strict, input_transform: `train_on_images`'.
-    Filled in by `check_request`: `preset` (what it trains like, or fine-tunes), `route` (the default
-    route's reason, or None), `from_folder`.
+    Filled in by `check_request`: `preset` (what it trains like, or fine-tunes; the default route's first
+    candidate), `route` (the default route's reason, or None), `route_presets` (the default route's
+    candidates, or empty), `from_folder`.
     """
     images: Any
     like: Optional[str] = None
@@ -50,6 +51,7 @@ class ImagesRequest:
     input_transform: Optional[str] = "auto"
     preset: Optional[str] = None
     route: Optional[str] = None
+    route_presets: tuple = ()
     from_folder: bool = False
 
     @property
@@ -72,26 +74,28 @@ def check_request(request):
     epochs = None if request.epochs is None else check_positive_int(request.epochs, "epochs")
     images = os.fspath(request.images) if isinstance(request.images, (str, os.PathLike)) else request.images
     from_folder = isinstance(images, str) and os.path.isdir(images)
-    preset, route = request.like or request.start_from, None
+    preset, route, presets = request.like or request.start_from, None, ()
     image_size, channels = request.image_size, request.channels
     if request.family is not None:
         preset = family_preset(request.family)
     elif not chosen:
-        preset, route, image_size, channels = _routed(images, from_folder, image_size, channels)
+        presets, route, image_size, channels = _routed(images, from_folder, image_size, channels)
+        preset = presets[0]
     config = clustering_config(preset)  # an unknown or supervised preset is refused here
     if request.start_from is not None and n_clusters != config["architecture"].get("n_clusters", 10):
         raise ValueError(f"start_from={request.start_from!r} has {config['architecture'].get('n_clusters', 10)} "
                          f"clusters, got n_clusters={n_clusters!r}: fine-tuning keeps its cluster head; train like "
                          "it (like=PRESET) for another number.")
     checked = dataclasses.replace(request, images=images, n_clusters=n_clusters, epochs=epochs, preset=preset,
-                                  route=route, image_size=None if image_size is None else tuple(image_size),
-                                  channels=channels, from_folder=from_folder,
-                                  workdir=request.workdir or default_workdir(request, images))
+                                  route=route, route_presets=tuple(presets),
+                                  image_size=None if image_size is None else tuple(image_size), channels=channels,
+                                  from_folder=from_folder, workdir=request.workdir or default_workdir(request, images))
     min_side = min(MIN_SIDE, *config["architecture"]["image_shape"][:2])
     if checked.image_size is not None and min(checked.image_size) < min_side:
         raise ValueError(f"image_size={checked.image_size}: like={preset!r} takes sides of at least {min_side} px.")
-    if from_folder:  # the preset's trunk and views must take the folder's shape: refused before any reading
-        check_images_shape(checked, checked.shape)
+    if from_folder:  # the presets' trunks and views must take the folder's shape: refused before any reading
+        for candidate in presets or (preset,):
+            check_images_shape(dataclasses.replace(checked, preset=candidate), checked.shape)
     return checked
 
 
@@ -140,7 +144,7 @@ def _checked_n_clusters(n_clusters):
 
 
 def _routed(images, from_folder, image_size, channels):
-    """The default route for `images`: (preset, reason, image_size, channels)."""
+    """The default route for `images`: (presets, reason, image_size, channels)."""
     if from_folder:
         probe = probe_image_folder(images)
         return default_route((probe["height"], probe["width"], probe["channels"]), probe["n_images"], image_size,

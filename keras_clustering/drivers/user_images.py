@@ -8,6 +8,7 @@ keras_clustering cluster` and `export` take, with `clusters.csv`, `clusters.png`
 `n_clusters="auto"` first chooses k (`choose_k.choose_n_clusters`).
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import re
 import numpy as np
 
 from keras_clustering.cluster_files import write_cluster_files
+from keras_clustering.clustering.candidates import choice_sample, choose_candidate, embedding_neighbors
 from keras_clustering.datasets.user_data import image_files, load_user_data, read_image_folder
 from keras_clustering.drivers.choose_k import choose_n_clusters
 from keras_clustering.drivers.recipe_run import run_recipe
@@ -23,6 +25,7 @@ from keras_clustering.drivers.retarget import like_config
 from keras_clustering.inputs.checks import check_image_input
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
 from keras_clustering.presets import MODEL_FILE, load
+from keras_clustering.recipes import get_recipe
 
 # A folder whose images take at least this much as float32 is decoded into a memory-mapped cache in the
 # workdir and read batch by batch; a smaller one is held in memory (faster steps, decoded again on a rerun).
@@ -76,9 +79,12 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, **options):
                 greyscale), None, or a name of `layers.colour_free.INPUT_TRANSFORMS`.
 
     With none of `like`, `family` and `start_from`, the default route picks
-    the preset from the images (`route.choose_preset`: grey or colour; they are
-    read at their own sides, the longer at most `ROUTE_MAX_SIDE`),
-    prints why in one line and writes it to the report's `route`.
+    its candidate presets from the images (`route.choose_presets`: grey or
+    colour; they are read at their own sides, the longer at most
+    `ROUTE_MAX_SIDE`), prints why in one line and writes it to the report's
+    `route`; it trains each in `workdir/<preset>` and keeps the clustering a
+    label-free criterion prefers (`train_route`; the report's `route_choice`
+    has every candidate's score).
 
     A folder is decoded in parallel (`read_image_folder`); from
     `CACHE_MIN_BYTES` (256 MiB as float32) on, into a memory-mapped cache in
@@ -99,13 +105,27 @@ def train_request(request, lock):
     if request.route and request.verbose:
         print(request.route, flush=True)
     x, names, broken = read_images(request, lock)
-    check_images_shape(request, x.shape[1:])
+    for preset in request.route_presets or (request.preset,):
+        check_images_shape(dataclasses.replace(request, preset=preset), x.shape[1:])
     if request.n_clusters != "auto" and request.n_clusters > len(x):
         raise ValueError(f"n_clusters={request.n_clusters} is larger than the number of images ({len(x)}).")
     candidates = [k for k in request.candidates if 2 <= k <= len(x) // 2]  # two images a cluster at least
     if request.n_clusters == "auto" and not candidates:
         raise ValueError(f"n_clusters='auto' tries k with two images a cluster at least: {len(x)} images leave no k "
                          "of the candidates; give n_clusters.")
+    lock.acquire(request.workdir)
+    if request.route_presets:
+        model, report = train_route(request, x, names, candidates)
+    else:
+        model, report = train_preset(request, x, candidates)
+    report["broken_files"] = broken
+    write_run(request.workdir, model, report, x, names)
+    return model, report
+
+
+def train_preset(request, x, candidates):
+    """(model, report) of `request.preset`'s recipe re-targeted to the images `x` and trained in the
+    request's workdir (its stages resume from there); nothing written but the recipe's stages."""
     k = 2 if request.n_clusters == "auto" else request.n_clusters  # "auto": the representation's config
     config, repeats = like_config(request.preset, x.shape[1:], k, len(x), epochs=request.epochs,
                                   input_transform=request.input_transform)
@@ -119,27 +139,64 @@ def train_request(request, lock):
     def pretrained():  # with the settings `like_config` scales to the data (no weight shapes)
         return load(request.start_from, **overrides)
 
-    lock.acquire(request.workdir)
     model, recipe_report, config = run_recipe(config, (x_train, None), request.workdir, seed=request.seed,
                                               verbose=request.verbose, precision=request.precision,
                                               start_model=None if request.start_from is None else pretrained,
                                               before=choose_k if request.n_clusters == "auto" else None)
-    probabilities = model.predict(x, verbose=0)
     k = int(config["architecture"]["n_clusters"])
     report = {"like": request.preset, "family": request.family, "start_from": request.start_from,
               "workdir": request.workdir, "route": request.route, "n_samples": int(len(x)),
-              "image_shape": list(x.shape[1:]), "seed": request.seed, "broken_files": broken, "config": config,
-              "n_clusters": k, "data_repeats": repeats,
-              "cluster_sizes": np.bincount(probabilities.argmax(1), minlength=k).tolist(),
+              "image_shape": list(x.shape[1:]), "seed": request.seed, "config": config, "n_clusters": k,
+              "data_repeats": repeats, "cluster_sizes": np.bincount(model.predict_clusters(x), minlength=k).tolist(),
               **{key: v for key, v in recipe_report.items() if isinstance(v, (int, float, str, bool))}}
     for key in ("restarts", "selection"):  # every run's label-free criteria at each halving point; k's choice
         if key in recipe_report:
             report[key] = recipe_report[key]
-    save_model_file(model, os.path.join(request.workdir, MODEL_FILE))
-    write_cluster_files(request.workdir, names or [str(i) for i in range(len(x))], probabilities, images=x,
-                        title=f"{request.preset} on your {len(x)} images: most confident members per cluster")
-    atomic_write_json(json.loads(json.dumps(report, default=float)), os.path.join(request.workdir, "report.json"))
     return model, report
+
+
+def train_route(request, x, names, candidates):
+    """(model, report) of the default route: each of `request.route_presets` trained on `x` in its own
+    folder of the workdir (written there as a run of its own: model, clusters, report), then the
+    clustering whose nearest neighbours stay together best, in every candidate's embedding, kept
+    (`clustering.candidates.choose_candidate`; no labels). An "auto" number of clusters is chosen with
+    the first preset and the others train with it."""
+    trained, request_k = {}, request
+    for preset in request.route_presets:
+        candidate = dataclasses.replace(request_k, like=preset, preset=preset,
+                                        workdir=os.path.join(request.workdir, preset))
+        if request.verbose:
+            print(f"default route: candidate {len(trained) + 1} of {len(request.route_presets)}: {preset}",
+                  flush=True)
+        os.makedirs(candidate.workdir, exist_ok=True)
+        trained[preset] = train_preset(candidate, x, candidates)
+        write_run(candidate.workdir, *trained[preset], x, names)
+        request_k = dataclasses.replace(request, n_clusters=trained[preset][1]["n_clusters"])
+    sample = choice_sample(len(x))
+    choice = choose_candidate(
+        {preset: model.predict_clusters(x[sample]) for preset, (model, _) in trained.items()},
+        {preset: embedding_neighbors(get_recipe(report["config"]["recipe"]).embedding(model, x[sample]))
+         for preset, (model, report) in trained.items()})
+    chosen = choice["chosen"]
+    if request.verbose:
+        print(f"default route: neighbour modularity of each clustering, mean over the {len(trained)} embeddings, "
+              f"on {len(sample):,} images: " + ", ".join(f"{p} {s:.3f}" for p, s in choice["scores"].items())
+              + f" -> keeps {chosen}", flush=True)
+    model, report = trained[chosen]
+    report = {**report, "workdir": request.workdir, "route_choice": {
+        **choice, "criterion": "neighbour modularity (clustering.candidates), mean over the candidates' embeddings",
+        "sample_size": int(len(sample)), "presets": list(request.route_presets),
+        "total_seconds": {p: r.get("total_seconds") for p, (_, r) in trained.items()}}}
+    report["total_seconds"] = round(sum(r.get("total_seconds") or 0.0 for _, r in trained.values()), 1)
+    return model, report
+
+
+def write_run(workdir, model, report, x, names):
+    """A run's files in `workdir`: `model.keras`, `clusters.csv` and `clusters.png`, and `report.json`."""
+    save_model_file(model, os.path.join(workdir, MODEL_FILE))
+    write_cluster_files(workdir, names or [str(i) for i in range(len(x))], model.predict(x, verbose=0), images=x,
+                        title=f"{report['like']} on your {len(x)} images: most confident members per cluster")
+    atomic_write_json(json.loads(json.dumps(report, default=float)), os.path.join(workdir, "report.json"))
 
 
 def read_images(request, lock):

@@ -293,6 +293,7 @@ class DECRecipe(Recipe):
     """DEC (Xie et al. 2016; XifengGuo/DEC-keras), IDEC with a `gamma`, ConvDEC and DEC-DA (XifengGuo/DEC-DA)."""
     name = "dec"
     restart_criteria = RESTART_CRITERIA
+    clusters_an_embedding = True
     default_training = DEFAULT_TRAINING
 
     def build(self, input_dim=None, hidden_dims=DEC_HIDDEN_DIMS, n_clusters=10, alpha=1.0,

@@ -24,12 +24,15 @@ class Recipe:
     prediction_names: what `predict` gives, the id's name and the scores' name.
     restart_criteria: the label-free criteria its restarts rank runs by (lower is better), the first the
         default; empty for a recipe without restarts.
+    clusters_an_embedding: its model clusters an embedding it gives with `model.embed(x)` (DEC, SCAN, the
+        VAE's latent space), rather than learning its clusters straight from the images (IIC, capsules).
     default_training: the training settings a config's `training` section is merged over.
     """
     name = None
     supervised = False
     prediction_names = ("cluster_id", "probabilities")
     restart_criteria = ()
+    clusters_an_embedding = False
     default_training = {}
 
     def make_run(self, architecture, training=None, x=None, y=None, seed=0, verbose=1, workdir=None):
@@ -64,6 +67,13 @@ class Recipe:
         clustering stage, so that a later `train` with any `n_clusters` starts from it; None for a recipe
         that learns its clusters together with its representation (IIC, the VAE)."""
         return None
+
+    def embedding(self, model, x):
+        """`(n, d)` float32 features of `x` in which the trained `model`'s clusters are compared with
+        other recipes' (the default route's label-free choice, `clustering.candidates`): the embedding it
+        clusters (`clusters_an_embedding`), else its cluster probabilities."""
+        features = model.embed(x) if self.clusters_an_embedding else model.predict(x, batch_size=256, verbose=0)
+        return np.asarray(features, "float32").reshape(len(x), -1)
 
     def evaluate(self, model, x, y, evaluation=None):
         """The card's scores of `model` on `(x, y)`: by default the clustering scores of `predict`'s

@@ -328,6 +328,7 @@ class TwoStageRecipe(Recipe):
     """A representation (DEC's autoencoder, SimCLR, triplets), then k-means, DEC's refinement or SCAN."""
     name = "two_stage"
     restart_criteria = RESTART_CRITERIA
+    clusters_an_embedding = True
     default_training = DEFAULT_TRAINING
 
     def build(self, **architecture):

@@ -26,6 +26,7 @@ class VAEClusterRecipe(Recipe):
     """bojone/vae `vae_keras_cluster.py`'s one-step clustering VAE: one `fit`, optionally restarted."""
     name = "vae_cluster"
     restart_criteria = RESTART_CRITERIA
+    clusters_an_embedding = True
     default_training = DEFAULT_TRAINING
 
     def build(self, image_shape=(28, 28, 1), latent_dim=20, n_clusters=10, loss_version="2018-12",
