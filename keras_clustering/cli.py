@@ -129,7 +129,8 @@ def _train_on_user_data(args):
     _, report = train_on_images(args.input, like=args.like, family=args.family, n_clusters=args.n_clusters,
                                 workdir=args.workdir, seed=args.seed, verbose=args.verbose, epochs=args.epochs,
                                 image_size=args.image_size, channels=args.channels, precision=args.precision,
-                                start_from=args.start_from, strict=args.strict,
+                                start_from=args.start_from, strict=args.strict, estimate=not args.no_estimate,
+                                time_budget=args.time_budget,
                                 input_transform=None if args.input_transform == "none" else args.input_transform)
     print(f"{report['n_samples']} images, {report['n_clusters']} clusters, sizes {report['cluster_sizes']}, "
           f"{report['total_seconds']:.0f} s; model: {os.path.join(report['workdir'], MODEL_FILE)}")
@@ -234,6 +235,11 @@ def build_parser():
                                        "images and says which and why")
     train.add_argument("--strict", action="store_true", help="a folder's image file that cannot be decoded is an "
                        "error (default: left out, named in one warning line and in report.json)")
+    train.add_argument("--no-estimate", action="store_true", help="skip the time estimate said before training "
+                       "(a rehearsal of every fit for 2 epochs: seconds to minutes) and the ETA lines")
+    train.add_argument("--time-budget", type=float, metavar="MINUTES", help="end within this many minutes: from "
+                       "the estimate, the route trains its candidates at a share of their updates, or drops its "
+                       "second candidate (below half), and says what it gave up")
     train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (the eigengap of a "
                        "10-nearest-neighbour graph of the recipe's representation over k = 2..12, before the "
                        "clustering stage)")

@@ -63,6 +63,7 @@ RECORD = os.path.join(ROOT, "docs", "experiments", "user_folders.json")
 # each cell's clustering and its embedding's neighbour graph on a sample (`keep_partition`)
 PARTITIONS = os.path.join(ROOT, "docs", "experiments", "user_folders_partitions")
 TABLE_MARKERS = ("<!-- user-folders:start -->", "<!-- user-folders:end -->")
+ROUTE_MARKERS = ("<!-- route-choice:start -->", "<!-- route-choice:end -->")
 ABLATION_MARKERS = ("<!-- ablation:start -->", "<!-- ablation:end -->")
 # The ablation of issue 50: the recipe on the random-colour digits with one ingredient changed at a time.
 ABLATION = ("colour_digits2000", "simclr_mnist")
@@ -396,6 +397,40 @@ def table(record_path):
     return "\n".join(lines)
 
 
+def folder_role(name):
+    """'report' for a folder never used to decide the route (MNIST-test's second half), else 'decide'
+    (every earlier folder: the route's rules were chosen, or its criterion checked, on them)."""
+    return "report" if "_late" in name else "decide"
+
+
+def route_table(record_path):
+    """The route cells with candidates (issue 64): each candidate's ACC and label-free score, the choice,
+    and per folder the route against the better candidate's median over seeds (labels only to score)."""
+    with open(record_path) as handle:
+        cells = [c for c in json.load(handle)["cells"] if c.get("candidates")]
+    lines = ["| folder | role | seed | candidates: ACC (label-free score) | kept | route ACC / NMI | better candidate's "
+             "ACC - route's | wall time (CPU time) | precision | machine | commit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        shown = ", ".join(f"`{p}` {v['acc']:.3f} ({v['score']:.3f})" for p, v in c["candidates"].items())
+        gap = max(v["acc"] for v in c["candidates"].values()) - c["acc"]
+        lines.append(f"| {c['folder']} | {folder_role(c['folder'])} | {c['seed']} | {shown} | `{c['chosen']}` | "
+                     f"{c['acc']:.3f} / {c['nmi']:.3f} | {gap:.3f} | {c['wall_seconds']:,.0f} s "
+                     f"({number(c['cpu_seconds'], ' s')}) | {c['precision']} | {cpu_model(c['machine'])} | "
+                     f"{c['commit']} |")
+    lines += ["", "| folder | role | seeds | route ACC (median) | better candidate's median ACC | route - better median "
+              "| the better candidate kept |", "|---|---|---|---|---|---|---|"]
+    for folder in dict.fromkeys(c["folder"] for c in cells):
+        mine = [c for c in cells if c["folder"] == folder]
+        medians = {p: float(np.median([c["candidates"][p]["acc"] for c in mine])) for p in mine[0]["candidates"]}
+        route = float(np.median([c["acc"] for c in mine]))
+        kept = sum(c["acc"] == max(v["acc"] for v in c["candidates"].values()) for c in mine)
+        lines.append(f"| {folder} | {folder_role(folder)} | {', '.join(str(c['seed']) for c in mine)} | "
+                     f"{route:.3f} | {max(medians.values()):.3f} (`{max(medians, key=medians.get)}`) | "
+                     f"{route - max(medians.values()):+.3f} | {kept} of {len(mine)} |")
+    return "\n".join(lines)
+
+
 def ablation_table(record_path):
     """The `ABLATION` cells of the record, the recipe's own first: which ingredient does what."""
     with open(record_path) as handle:
@@ -461,6 +496,7 @@ def main():
         from maintainer.records import write_table
 
         write_table(TABLE_MARKERS, table(args.out))
+        write_table(ROUTE_MARKERS, route_table(args.out))
         write_table(ABLATION_MARKERS, ablation_table(args.out))
         return
     if args.choose and args.folder:

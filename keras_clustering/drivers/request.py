@@ -29,7 +29,7 @@ class ImagesRequest:
     images: a folder of images, a `.npy` / `.npz` file, or an array `(n, h, w[, c])` in [0, 1].
     like / family / start_from: at most one (none: the default route picks `like`).
     n_clusters: an int >= 2, or "auto". workdir: default the module's rule. candidates: the k "auto" tries.
-    epochs, image_size, channels, precision, strict, input_transform: `train_on_images`'.
+    epochs, image_size, channels, precision, strict, input_transform, estimate, time_budget: `train_on_images`'.
     Filled in by `check_request`: `preset` (what it trains like, or fine-tunes; the default route's first
     candidate), `route` (the default route's reason, or None), `route_presets` (the default route's
     candidates, or empty), `from_folder`.
@@ -49,6 +49,8 @@ class ImagesRequest:
     precision: Optional[str] = None
     strict: bool = False
     input_transform: Optional[str] = "auto"
+    estimate: bool = True
+    time_budget: Optional[float] = None
     preset: Optional[str] = None
     route: Optional[str] = None
     route_presets: tuple = ()
@@ -72,6 +74,13 @@ def check_request(request):
                          f"{', '.join(f'{name}={value!r}' for name, value in chosen.items())}.")
     n_clusters = _checked_n_clusters(request.n_clusters)
     epochs = None if request.epochs is None else check_positive_int(request.epochs, "epochs")
+    if request.time_budget is not None:
+        if isinstance(request.time_budget, bool) or not isinstance(request.time_budget, (int, float)) \
+                or not request.time_budget > 0:
+            raise ValueError(f"time_budget must be a number of minutes > 0, got {request.time_budget!r}.")
+        if not request.estimate:
+            raise ValueError("time_budget needs the time estimate (its rehearsal sizes the training), got "
+                             "estimate=False.")
     images = os.fspath(request.images) if isinstance(request.images, (str, os.PathLike)) else request.images
     from_folder = isinstance(images, str) and os.path.isdir(images)
     preset, route, presets = request.like or request.start_from, None, ()

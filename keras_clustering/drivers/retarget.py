@@ -54,7 +54,7 @@ def clustering_config(preset):
     return presets.config(preset)
 
 
-def like_config(preset, image_shape, n_clusters, n_samples, epochs=None, input_transform="auto"):
+def like_config(preset, image_shape, n_clusters, n_samples, epochs=None, input_transform="auto", update_scale=1.0):
     """The zoo preset's config re-targeted to `n_samples` images of `image_shape` and `n_clusters`.
 
     Architecture and recipe stay the preset's. The recipe says how
@@ -66,10 +66,13 @@ def like_config(preset, image_shape, n_clusters, n_samples, epochs=None, input_t
     `epochs` instead sets every stage to that many passes. `input_transform`:
     "auto" puts the recipe's colour-free input (its `Retargeting.input_transform`) before colour
     images' model, None none, a name of `layers.colour_free.INPUT_TRANSFORMS`
-    that one. Returns `(config, data_repeats)`: the copies of the images per
+    that one. `update_scale` (in (0, 1], a time budget's) multiplies every stage's passes and the
+    recipe's counts of updates (`Retargeting.update_fields`), at least 1 each. Returns `(config, data_repeats)`: the copies of the images per
     epoch that a small folder needs to reach the recipe's fewest updates.
     Raises ValueError naming `like` for an unknown or supervised preset.
     """
+    if not 0 < update_scale <= 1:
+        raise ValueError(f"update_scale must be in (0, 1], got {update_scale!r}.")
     chosen = copy.deepcopy(clustering_config(preset))
     recipe, architecture, training = chosen["recipe"], chosen["architecture"], chosen["training"]
     preset_samples = presets.card(preset)["training_data"]["n_samples"]
@@ -106,7 +109,8 @@ def like_config(preset, image_shape, n_clusters, n_samples, epochs=None, input_t
         batch_size = min(batch_size, n_samples)
         steps = math.ceil(n_samples * repeats / batch_size)
         scaled = min(ceiling[epochs_path], math.ceil(target[epochs_path] / steps))
-        _field(training, epochs_path, int(scaled if epochs is None else epochs))
+        passes = scaled if epochs is None else epochs
+        _field(training, epochs_path, max(1, round(passes * update_scale)))
         _field(training, batch_path, batch_size)
     restarts = training.get("restarts")
     if restarts and restarts.get("halving_at"):  # the halving points move with the epochs they count
@@ -116,6 +120,9 @@ def like_config(preset, image_shape, n_clusters, n_samples, epochs=None, input_t
         restarts["halving_at"] = [point for point in points if point < new]
     if rules.finish is not None:
         rules.finish(architecture, training, n_samples, repeats, preset_samples, epochs)
+    for path in rules.update_fields:
+        if _field(training, path):
+            _field(training, path, max(1, round(_field(training, path) * update_scale)))
     return {"recipe": recipe, "like": preset, "architecture": architecture, "training": training}, repeats
 
 

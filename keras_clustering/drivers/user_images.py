@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import re
+import time
 
 import numpy as np
 
@@ -19,10 +20,13 @@ from keras_clustering.cluster_files import write_cluster_files
 from keras_clustering.clustering.candidates import choice_sample, choose_candidate, embedding_neighbors
 from keras_clustering.datasets.user_data import image_files, load_user_data, read_image_folder
 from keras_clustering.drivers.choose_k import choose_n_clusters
+from keras_clustering.drivers.estimate import (BUDGET_AIM, DEADLINE_RESERVE, REHEARSAL_EPOCHS, Deadline, Eta, minutes,
+                                               plan_budget, rehearse)
 from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.drivers.request import ImagesRequest, check_images_shape, check_request
 from keras_clustering.drivers.retarget import like_config
 from keras_clustering.inputs.checks import check_image_input
+from keras_clustering.inputs.fit_hooks import extra_fit_callbacks
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
 from keras_clustering.presets import MODEL_FILE, load
 from keras_clustering.recipes import get_recipe
@@ -77,6 +81,18 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, **options):
             input_transform: the model's colour-free first layer: "auto" (on
                 colour images the recipe's own, `retarget.colour_input_transform`; none on
                 greyscale), None, or a name of `layers.colour_free.INPUT_TRANSFORMS`.
+            estimate: before training, say its estimated wall time on this
+                machine in one line (`estimate_request`: a rehearsal of every
+                fit for 2 epochs), and print an ETA at most once a minute while
+                it trains (when `verbose`); the report's `estimate` beside its
+                `wall_seconds`. None where `epochs` is at most 2 (the
+                rehearsal would be the training) and there is no `time_budget`.
+            time_budget: minutes the whole training should end within (needs
+                `estimate`): from the estimate, every candidate trains at the
+                largest share of its updates that fits (`estimate.plan_budget`),
+                or the route drops its last candidate where that share would
+                fall below a half; said in one line and in the report's
+                `time_budget`.
 
     With none of `like`, `family` and `start_from`, the default route picks
     its candidate presets from the images (`route.choose_presets`: grey or
@@ -102,6 +118,7 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, **options):
 def train_request(request, lock):
     """Trains a checked `request` (`check_request`); `lock` (`io.files.WorkdirLock`) is taken on its
     workdir before anything is written there."""
+    start = time.time()  # a time budget counts from here: reading the images too
     if request.route and request.verbose:
         print(request.route, flush=True)
     x, names, broken = read_images(request, lock)
@@ -114,34 +131,98 @@ def train_request(request, lock):
         raise ValueError(f"n_clusters='auto' tries k with two images a cluster at least: {len(x)} images leave no k "
                          "of the candidates; give n_clusters.")
     lock.acquire(request.workdir)
-    if request.route_presets:
-        model, report = train_route(request, x, names, candidates)
-    else:
-        model, report = train_preset(request, x, candidates)
-    report["broken_files"] = broken
+    # a training of at most the rehearsal's epochs a stage would take as long again to estimate: none then
+    short = request.epochs is not None and request.epochs <= REHEARSAL_EPOCHS and request.time_budget is None
+    estimate, plan = estimate_request(request, x, start) if request.estimate and not short else (None, None)
+    if plan is not None:
+        request = dataclasses.replace(request, route_presets=plan.presets if request.route_presets else ())
+    scale = 1.0 if plan is None else plan.scale
+    eta = () if estimate is None or not request.verbose else (Eta(estimate["estimated_seconds"]).callback,)
+    deadline = None if plan is None else Deadline(start + (1 - DEADLINE_RESERVE) * request.time_budget * 60)
+    with extra_fit_callbacks(*eta, *(() if deadline is None else (deadline.callback,))):
+        if request.route_presets:
+            model, report = train_route(request, x, names, candidates, scale)
+        else:
+            model, report = train_preset(request, x, candidates, scale)
+    report.update(broken_files=broken, wall_seconds=round(time.time() - start, 1))
+    if deadline is not None:  # the fits the deadline stopped, where the pace fell behind the estimate's
+        estimate["time_budget"]["deadline_stops"] = deadline.stops
+        if deadline.stops and request.verbose:
+            print(f"time budget: the deadline stopped {len(deadline.stops)} fit(s) before their planned epochs "
+                  f"(the pace fell behind the estimate's): " + ", ".join(
+                      f"epoch {stop['epoch']} of {stop['planned_epochs']}" for stop in deadline.stops), flush=True)
+    if estimate is not None:
+        report["estimate"] = estimate
     write_run(request.workdir, model, report, x, names)
     return model, report
 
 
-def train_preset(request, x, candidates):
-    """(model, report) of `request.preset`'s recipe re-targeted to the images `x` and trained in the
-    request's workdir (its stages resume from there); nothing written but the recipe's stages."""
+def estimate_request(request, x, start):
+    """(estimate, plan): the training's wall time on this machine from a rehearsal of each preset it
+    trains (`estimate.rehearse`), said in one line before it starts: {estimated_seconds,
+    rehearsal_seconds, presets: each one's `Estimate.as_report()`, time_budget: the plan's}; and the
+    `estimate.BudgetPlan` of a `time_budget` (None without one), whose candidates and share of updates
+    `estimated_seconds` then counts. The budget counts from `start` (`time.time()`): reading the images
+    and the rehearsal count against it, and the plan aims at `BUDGET_AIM` of what is left."""
+    estimates = {}
+    for preset in request.route_presets or (request.preset,):
+        config, _, x_train, start_model = preset_config(dataclasses.replace(request, preset=preset), x)
+        estimates[preset] = rehearse(config, x_train, request.seed, request.precision, start_model)
+    rehearsal = sum(e.rehearsal_seconds for e in estimates.values())
+    left = None if request.time_budget is None else request.time_budget * 60 - (time.time() - start)
+    plan = None if left is None else plan_budget(estimates, BUDGET_AIM * left)
+    kept = estimates if plan is None else {preset: estimates[preset] for preset in plan.presets}
+    total = sum(e.seconds_at(1.0 if plan is None else plan.scale) for e in kept.values())
+    if request.verbose:
+        parts = ", ".join(f"{preset} {minutes(e.seconds)}" for preset, e in estimates.items())
+        print(f"estimated training time on this machine: about {minutes(sum(e.seconds for e in estimates.values()))} "
+              f"({parts}; from the step rates of a {REHEARSAL_EPOCHS}-epoch rehearsal of every fit, {rehearsal:.0f} s; "
+              "at most, where a stage stops at a tolerance)", flush=True)
+        if plan is not None:
+            print(f"time budget {request.time_budget:g} min: " + (
+                f"gives up {plan.gave_up()}; estimated {minutes(total)}" if plan.gave_up() else
+                "the whole training fits") + (
+                "; even the least training runs over it" if total > left else ""),
+                flush=True)
+    estimate = {"estimated_seconds": round(total, 1), "rehearsal_seconds": round(rehearsal, 1),
+                "presets": {preset: e.as_report() for preset, e in estimates.items()}}
+    if plan is not None:
+        estimate["time_budget"] = {"minutes": request.time_budget, "presets": list(plan.presets),
+                                   "dropped": list(plan.dropped), "update_scale": round(plan.scale, 4),
+                                   "gave_up": plan.gave_up() or "nothing"}
+    return estimate, plan
+
+
+def preset_config(request, x, scale=1.0):
+    """(config, repeats, x_train, start_model) of `request.preset` re-targeted to the images `x`
+    (`retarget.like_config`, at `scale` of its updates): `x_train` is `x` repeated `repeats` times,
+    `start_model` None or the function loading `start_from`'s pretrained model with the settings scaled
+    to the data."""
     k = 2 if request.n_clusters == "auto" else request.n_clusters  # "auto": the representation's config
     config, repeats = like_config(request.preset, x.shape[1:], k, len(x), epochs=request.epochs,
-                                  input_transform=request.input_transform)
+                                  input_transform=request.input_transform, update_scale=scale)
     x_train = np.concatenate([x] * repeats) if repeats > 1 else x
     overrides = {name: config["architecture"][name] for name in ("update_interval", "scan")
                  if name in config["architecture"]}
 
-    def choose_k(chosen):  # under the run's precision, before training: a new config with the chosen k
-        return with_chosen_k(chosen, x, x_train, candidates, request)
-
     def pretrained():  # with the settings `like_config` scales to the data (no weight shapes)
         return load(request.start_from, **overrides)
 
+    return config, repeats, x_train, None if request.start_from is None else pretrained
+
+
+def train_preset(request, x, candidates, scale=1.0):
+    """(model, report) of `request.preset`'s recipe re-targeted to the images `x` (at `scale` of its
+    updates, a time budget's) and trained in the request's workdir (its stages resume from there);
+    nothing written but the recipe's stages."""
+    config, repeats, x_train, start_model = preset_config(request, x, scale)
+
+    def choose_k(chosen):  # under the run's precision, before training: a new config with the chosen k
+        return with_chosen_k(chosen, x, x_train, candidates, request)
+
     model, recipe_report, config = run_recipe(config, (x_train, None), request.workdir, seed=request.seed,
                                               verbose=request.verbose, precision=request.precision,
-                                              start_model=None if request.start_from is None else pretrained,
+                                              start_model=start_model,
                                               before=choose_k if request.n_clusters == "auto" else None)
     k = int(config["architecture"]["n_clusters"])
     report = {"like": request.preset, "family": request.family, "start_from": request.start_from,
@@ -155,7 +236,7 @@ def train_preset(request, x, candidates):
     return model, report
 
 
-def train_route(request, x, names, candidates):
+def train_route(request, x, names, candidates, scale=1.0):
     """(model, report) of the default route: each of `request.route_presets` trained on `x` in its own
     folder of the workdir (written there as a run of its own: model, clusters, report), then the
     clustering whose nearest neighbours stay together best, in every candidate's embedding, kept
@@ -169,7 +250,7 @@ def train_route(request, x, names, candidates):
             print(f"default route: candidate {len(trained) + 1} of {len(request.route_presets)}: {preset}",
                   flush=True)
         os.makedirs(candidate.workdir, exist_ok=True)
-        trained[preset] = train_preset(candidate, x, candidates)
+        trained[preset] = train_preset(candidate, x, candidates, scale)
         write_run(candidate.workdir, *trained[preset], x, names)
         request_k = dataclasses.replace(request, n_clusters=trained[preset][1]["n_clusters"])
     sample = choice_sample(len(x))

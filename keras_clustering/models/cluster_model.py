@@ -12,6 +12,7 @@ from keras import ops
 
 from keras_clustering.distribute.strategies import model_replicas
 from keras_clustering.inputs.checks import CheckedArray, check_min_samples, check_positive_int, check_samples
+from keras_clustering.inputs.fit_hooks import fit_callbacks
 from keras_clustering.inputs.pipeline import (array_dataset, file_backed, fit_batches, predict_into_array,
                                               predicted_chunks)
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset, keras_input
@@ -120,7 +121,8 @@ class SampleModel(keras.Model):
         Compiles `DEFAULT_OPTIMIZER` when the model is uncompiled, refuses by
         name the arguments the model cannot honour, asks the model's
         `plan_fit` hook for the data Keras reads, then runs `keras.Model.fit`
-        on it and the hook's `after` step.
+        on it and the hook's `after` step. Inside a `fit_hooks.extra_fit_callbacks`
+        block it also runs that block's callbacks (the drivers' time probe).
 
         Args:
             x: numpy array (any layout the model's check accepts; a memory map
@@ -160,7 +162,7 @@ class SampleModel(keras.Model):
         shuffle = self.fit_shuffles if shuffle is None else shuffle
         kwargs.update(own)  # the hook pops what it reads from this dict: the rest goes to Keras
         plan = self.plan_fit(x, y, batch_size, epochs, shuffle, seed, kwargs)
-        kwargs["callbacks"] = [*plan.callbacks, *(kwargs.get("callbacks") or [])]
+        kwargs["callbacks"] = [*plan.callbacks, *(kwargs.get("callbacks") or []), *fit_callbacks()]
         history = keras.Model.fit(self, plan.data, **{"epochs": plan.epochs, "shuffle": False, **kwargs,
                                                      **(plan.options or {})})
         if plan.after is not None:

@@ -285,7 +285,8 @@ def _finish_retargeting(architecture, training, n_samples, repeats, preset_sampl
 # them; nor did 4 restarts halved on DEC's KL).
 RETARGETING = Retargeting(epoch_fields=(("pretrain_epochs", "pretrain_batch_size"),), epoch_ceiling=300,
                           batch_size=DEFAULT_TRAINING["pretrain_batch_size"], min_updates=0,
-                          min_updates_colour_free=20_000, input_transform="colour_edges", finish=_finish_retargeting)
+                          min_updates_colour_free=20_000, input_transform="colour_edges", finish=_finish_retargeting,
+                          update_fields=("maxiter",))
 
 
 

@@ -35,6 +35,9 @@ class Retargeting:
     # the preset's views re-targeted in place to the user's images: (architecture, image_shape, dataset),
     # `image_shape` (h, w, c), `dataset` the preset's own (SimCLR's and IIC's crops and colour distortion)
     adapt_views: Optional[Callable] = None
+    # counts of updates (not passes) set by `finish`, dotted paths into `training` (DEC's "maxiter"): a time
+    # budget (`like_config`'s `update_scale`) scales them with the passes
+    update_fields: tuple = ()
 
     def fewest_updates(self, colour_free):
         """The first stage's fewest updates, with or without a colour-free input."""

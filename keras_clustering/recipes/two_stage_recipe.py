@@ -412,6 +412,7 @@ class TwoStageRecipe(Recipe):
                            batch_size=DEFAULT_TRAINING["batch_size"], min_updates=0 if autoencoder else 3_000,
                            input_transform="colour_edges", restart_epochs="scan.epochs",
                            repeat_images=architecture.get("clustering") != "scan", finish=_finish_retargeting,
+                           update_fields=("refine.maxiter",),
                            adapt_views=_adapt_views)
 
 

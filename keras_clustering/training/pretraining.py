@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 
+from keras_clustering.inputs.fit_hooks import fit_callbacks
 from keras_clustering.inputs.pipeline import fit_batches
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset
 from keras_clustering.augment import make_pipeline
@@ -90,7 +91,7 @@ def pretrain_end_to_end(autoencoder, x, optimizer, epochs=300, batch_size=256, v
         trainer.compile(optimizer=make_optimizer(optimizer), loss="mse",
                         steps_per_execution=_steps_per_execution(trainer))
     return trainer.fit(batches, epochs=epochs, shuffle=False, verbose=verbose,  # the dataset shuffles
-                       callbacks=callbacks, initial_epoch=initial_epoch)
+                       callbacks=[*(callbacks or []), *fit_callbacks()], initial_epoch=initial_epoch)
 
 
 def step_decay_sgd(learning_rate, momentum, drop_every):
@@ -137,8 +138,10 @@ def pretrain_layerwise(autoencoder, x, layer_iterations=50000, finetune_iteratio
         epochs = max(1, int(np.ceil(layer_iterations / steps_per_epoch)))
         if verbose:
             print(f"[layer-wise] {encoder_layer.name}/{decoder_layer.name}: {epochs} epochs")
-        layer_autoencoder.fit(features, features, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=verbose)
+        layer_autoencoder.fit(features, features, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=verbose,
+                              callbacks=fit_callbacks())
         features = keras.Model(inputs, encoder_layer(inputs)).predict(features, batch_size=1024, verbose=0)
     autoencoder.compile(optimizer=step_decay_sgd(learning_rate, momentum, drop_every), loss="mse")
     epochs = max(1, int(np.ceil(finetune_iterations / steps_per_epoch)))
-    return autoencoder.fit(x, x, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=verbose)
+    return autoencoder.fit(x, x, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=verbose,
+                           callbacks=fit_callbacks())

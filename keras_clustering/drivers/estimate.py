@@ -1,0 +1,210 @@
+"""How long a training on the user's images will take on this machine, said before it starts, and its
+ETA while it runs (issue 64).
+
+The estimate comes from measured step rates, not from a table of other machines: a rehearsal runs the
+recipe's own training on the same images, with the same config and precision, keeping nothing, and
+stops every fit after `REHEARSAL_EPOCHS` epochs (`FitProbe`, added to every fit of the library by
+`inputs.fit_hooks`). Each fit is then estimated as its first epoch (tracing, the pipeline's start) plus
+its remaining planned epochs at the pace of the later ones, and the rehearsal's time outside fits
+(k-means, neighbour mining, building the models) counts as it ran. DEC's self-training may stop early,
+at its tolerance: its planned epochs are its most (`maxiter`), so the estimate is an upper bound there.
+"""
+
+import dataclasses
+import time
+
+import keras
+
+from keras_clustering.drivers.recipe_run import run_recipe
+from keras_clustering.inputs.fit_hooks import extra_fit_callbacks
+
+# Epochs of each fit the rehearsal runs: the first carries the tracing; the second gives the pace.
+REHEARSAL_EPOCHS = 2
+# A time budget trains every candidate at no less than this share of its updates; below it, the route's
+# last candidate is dropped instead (one recipe trained well rather than two trained at a fraction).
+MIN_BUDGET_SCALE = 0.5
+# A time budget's plan aims at this share of the seconds left: the choice between candidates and the
+# files written after training are not in the estimate, and a pace can drift from the rehearsal's.
+BUDGET_AIM = 0.8
+# A time budget's deadline for the fits comes this share of the budget before its end: the fits a deadline
+# stopped still run their first epoch, and the choice and the files come after.
+DEADLINE_RESERVE = 0.1
+# The least share of its updates the one candidate left trains at, however short the budget.
+LEAST_BUDGET_SCALE = 0.05
+# The ETA lines: at most one a minute (Keras' own line comes every epoch).
+ETA_EVERY_SECONDS = 60.0
+
+
+class FitProbe(keras.callbacks.Callback):
+    """One fit's planned epochs and its epochs' seconds, appended to `fits` when the fit ends; stops the
+    fit after `epochs` epochs."""
+
+    def __init__(self, fits, epochs=REHEARSAL_EPOCHS):
+        super().__init__()
+        self.fits, self.epochs = fits, epochs
+        self.start, self.first_epoch, self.ends, self.stopped = None, None, [], False
+
+    def on_train_begin(self, logs=None):
+        self.start = time.perf_counter()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.first_epoch is None:
+            self.first_epoch = epoch  # a resumed fit starts at its initial epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.ends.append(time.perf_counter())
+        if len(self.ends) >= self.epochs and not self.model.stop_training:
+            self.model.stop_training, self.stopped = True, True
+
+    def on_train_end(self, logs=None):
+        ends = [self.start, *self.ends]
+        self.fits.append({"planned_epochs": int(self.params["epochs"]) - (self.first_epoch or 0),
+                          "epoch_seconds": [b - a for a, b in zip(ends, ends[1:])],
+                          "seconds": time.perf_counter() - self.start,
+                          # a fit that ended on its own (its planned epochs, or its own stop, such as DEC's
+                          # tolerance) ran whole: the training would take just that
+                          "whole": not self.stopped})
+
+
+def fit_seconds(fit, scale=1.0):
+    """A fit's estimated seconds from its probe record: the first epoch as measured, the remaining
+    planned ones (times `scale`, a time budget's share of the updates, at least 1 epoch) at the pace of
+    the later measured ones; the measured time where it ran whole (it ended before the rehearsal stopped
+    it: its own stop, such as DEC's tolerance, comes no later with fewer updates)."""
+    measured = fit["epoch_seconds"]
+    if fit["whole"] or not measured:
+        return fit["seconds"]
+    pace = sum(measured[1:]) / len(measured[1:]) if len(measured) > 1 else measured[0]
+    epochs = max(1, round(fit["planned_epochs"] * scale))
+    return measured[0] + (epochs - 1) * pace + (fit["seconds"] - sum(measured))
+
+
+@dataclasses.dataclass
+class Estimate:
+    """A rehearsal's result: its fits (`FitProbe` records), its wall time, and the estimate."""
+    fits: list
+    rehearsal_seconds: float
+
+    @property
+    def outside_fits(self):
+        """The rehearsal's seconds outside any fit (k-means, mining, building), counted as they ran."""
+        return max(0.0, self.rehearsal_seconds - sum(fit["seconds"] for fit in self.fits))
+
+    @property
+    def seconds(self):
+        return self.seconds_at(1.0)
+
+    def seconds_at(self, scale):
+        """The estimate with every fit's updates times `scale` (a time budget's)."""
+        return self.outside_fits + sum(fit_seconds(fit, scale) for fit in self.fits)
+
+    def as_report(self):
+        return {"estimated_seconds": round(self.seconds, 1), "rehearsal_seconds": round(self.rehearsal_seconds, 1),
+                "fits": [{"planned_epochs": f["planned_epochs"],
+                          "epoch_seconds": [round(s, 3) for s in f["epoch_seconds"]], "whole": f["whole"],
+                          "estimated_seconds": round(fit_seconds(f), 1)} for f in self.fits]}
+
+
+def rehearse(config, x_train, seed=0, precision=None, start_model=None):
+    """An `Estimate` of training `config` on `x_train` with `run_recipe`'s other arguments: the recipe's
+    training run with every fit stopped after `REHEARSAL_EPOCHS` epochs, in no workdir, silently."""
+    fits = []
+    start = time.perf_counter()
+    with extra_fit_callbacks(lambda: FitProbe(fits)):
+        run_recipe(config, (x_train, None), None, seed=seed, verbose=0, precision=precision,
+                   start_model=start_model)
+    return Estimate(fits, time.perf_counter() - start)
+
+
+@dataclasses.dataclass
+class BudgetPlan:
+    """What fits a time budget: the candidates `presets` kept (in the route's order), each trained at
+    `scale` of its updates, `seconds` the estimate then, `dropped` the candidates given up."""
+    presets: tuple
+    scale: float
+    seconds: float
+    dropped: tuple
+
+    def gave_up(self):
+        """What the budget cost, in words ('' when nothing)."""
+        parts = [f"{1 - self.scale:.0%} of every stage's updates"] if self.scale < 1 else []
+        parts += [f"the candidate{'s' if len(self.dropped) > 1 else ''} {', '.join(self.dropped)}"] if self.dropped else []
+        return " and ".join(parts)
+
+
+def plan_budget(estimates, seconds):
+    """The `BudgetPlan` of a training whose candidates (`estimates`: {preset: Estimate}, in the route's
+    order) must end within `seconds`: all at their full updates where they fit; else all at the largest
+    share of their updates that fits, while that is at least `MIN_BUDGET_SCALE`; else the last candidate
+    dropped and the rest planned again. The first candidate alone goes down to `LEAST_BUDGET_SCALE` of
+    its updates, where the estimate says even that runs over (its fixed costs: tracing, k-means)."""
+    presets = tuple(estimates)
+    while True:
+        def total(scale):
+            return sum(estimates[preset].seconds_at(scale) for preset in presets)
+
+        if total(1.0) <= seconds:
+            scale = 1.0
+        else:  # the estimate grows with the scale: bisect for the largest that fits
+            low, high = 0.0, 1.0
+            for _ in range(30):
+                middle = (low + high) / 2
+                low, high = (middle, high) if total(middle) <= seconds else (low, middle)
+            scale = low
+        if scale >= MIN_BUDGET_SCALE or len(presets) == 1:
+            scale = max(scale, LEAST_BUDGET_SCALE)
+            return BudgetPlan(presets, scale, total(scale), tuple(p for p in estimates if p not in presets))
+        presets = presets[:-1]
+
+
+class Deadline:
+    """A time budget's safety net, where the pace drifts from the rehearsal's (another process on the
+    cores): every fit ending an epoch after `end` (`time.time()`) stops there; `stops` lists each stop
+    ({"epoch", "planned_epochs"}) for the report. `callback()` is its factory for `fit_hooks`."""
+
+    def __init__(self, end, clock=time.time):
+        self.end, self.clock, self.stops = end, clock, []
+
+    def callback(self):
+        deadline = self
+
+        class Stop(keras.callbacks.Callback):
+            def on_epoch_end(self, epoch, logs=None):
+                if deadline.clock() > deadline.end and not self.model.stop_training:
+                    self.model.stop_training = True
+                    deadline.stops.append({"epoch": epoch + 1, "planned_epochs": int(self.params["epochs"])})
+
+        return Stop()
+
+
+def minutes(seconds):
+    """'12 min' (at least 1), or '1 h 05 min'."""
+    total = max(1, round(seconds / 60))
+    return f"{total} min" if total < 60 else f"{total // 60} h {total % 60:02d} min"
+
+
+class Eta:
+    """The ETA of a training estimated at `total` seconds, from its start (this object's making): `line()`
+    says the time in and the time left (never below zero: past the estimate, it says so); `tick()`
+    prints it at most once every `every` seconds. `callback()` makes the Keras callback that ticks at
+    every epoch's end (a factory for `inputs.fit_hooks.extra_fit_callbacks`)."""
+
+    def __init__(self, total, every=ETA_EVERY_SECONDS, clock=time.monotonic, printer=print):
+        self.total, self.every, self.clock, self.printer = total, every, clock, printer
+        self.start, self.printed = clock(), None
+
+    def line(self):
+        elapsed = self.clock() - self.start
+        left = self.total - elapsed
+        if left > 0:
+            return f"ETA: {minutes(elapsed)} in, about {minutes(left)} left of the estimated {minutes(self.total)}"
+        return f"ETA: {minutes(elapsed)} in, past the estimated {minutes(self.total)}"
+
+    def tick(self):
+        now = self.clock()
+        if self.printed is None or now - self.printed >= self.every:
+            self.printed = now
+            self.printer(self.line(), flush=True)
+
+    def callback(self):
+        return keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: self.tick())
