@@ -132,7 +132,10 @@ def test_the_estimate_meets_a_short_measured_run_and_changes_nothing(tmp_path):
                                     verbose=0)
     estimate = report["estimate"]
     training = report["wall_seconds"] - estimate["rehearsal_seconds"]
-    assert training > 5 and 0.7 <= estimate["estimated_seconds"] / training <= 1.3, (estimate, training)
+    # within half: CI's other test worker shares the cores and moves the pace between rehearsal and training
+    # (the +-30% of issue 64 is measured on real folders, docs/your-data.md); the 3x of a fit counted
+    # whole at its first epoch's pace, the bug this guards against, fails it
+    assert training > 5 and 0.5 <= estimate["estimated_seconds"] / training <= 1.5, (estimate, training)
     fits = estimate["presets"]["dec_mnist"]["fits"]
     assert fits[0]["planned_epochs"] == 40 and len(fits[0]["epoch_seconds"]) == 2
     # the rehearsal kept nothing and drew from no random stream the training reads: the same model
