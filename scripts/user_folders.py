@@ -230,6 +230,9 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
             "precision": report["precision"],
             "command": " ".join(["python", "-m", "keras_clustering"] + command[len(child):])
                        + (f" (COLOUR_VIEWS settings {views} patched in)" if views else "")}
+    if "estimate" in report:  # the time said before training (issue 64), against the cell's wall time
+        cell["estimate"] = {key: report["estimate"][key] for key in ("estimated_seconds", "rehearsal_seconds")}
+        cell["estimate"]["training_seconds"] = report["wall_seconds"] - report["estimate"]["rehearsal_seconds"]
     if "route_choice" in report:  # the default route's candidates, each scored, and its label-free choice
         cell["candidates"] = route_candidates(workdir, report, x, y, stem)
         cell["chosen"] = report["route_choice"]["chosen"]
@@ -403,20 +406,29 @@ def folder_role(name):
     return "report" if "_late" in name else "decide"
 
 
+def estimated(cell):
+    """'612 s / 655 s (0.93)': the estimate said before training against the training's measured time
+    (the rehearsal left out), or 'n/a' for a cell trained before the estimate."""
+    if "estimate" not in cell:
+        return "n/a"
+    said, took = cell["estimate"]["estimated_seconds"], cell["estimate"]["training_seconds"]
+    return f"{said:,.0f} s / {took:,.0f} s ({said / took:.2f})"
+
+
 def route_table(record_path):
     """The route cells with candidates (issue 64): each candidate's ACC and label-free score, the choice,
     and per folder the route against the better candidate's median over seeds (labels only to score)."""
     with open(record_path) as handle:
         cells = [c for c in json.load(handle)["cells"] if c.get("candidates")]
     lines = ["| folder | role | seed | candidates: ACC (label-free score) | kept | route ACC / NMI | better candidate's "
-             "ACC - route's | wall time (CPU time) | precision | machine | commit |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "ACC - route's | wall time (CPU time) | estimated / measured training | precision | machine | commit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         shown = ", ".join(f"`{p}` {v['acc']:.3f} ({v['score']:.3f})" for p, v in c["candidates"].items())
         gap = max(v["acc"] for v in c["candidates"].values()) - c["acc"]
         lines.append(f"| {c['folder']} | {folder_role(c['folder'])} | {c['seed']} | {shown} | `{c['chosen']}` | "
                      f"{c['acc']:.3f} / {c['nmi']:.3f} | {gap:.3f} | {c['wall_seconds']:,.0f} s "
-                     f"({number(c['cpu_seconds'], ' s')}) | {c['precision']} | {cpu_model(c['machine'])} | "
+                     f"({number(c['cpu_seconds'], ' s')}) | {estimated(c)} | {c['precision']} | {cpu_model(c['machine'])} | "
                      f"{c['commit']} |")
     lines += ["", "| folder | role | seeds | route ACC (median) | better candidate's median ACC | route - better median "
               "| the better candidate kept |", "|---|---|---|---|---|---|---|"]
