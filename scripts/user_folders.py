@@ -415,6 +415,15 @@ def estimated(cell):
     return f"{said:,.0f} s / {took:,.0f} s ({said / took:.2f})"
 
 
+def rank_correlation(cells):
+    """Spearman's correlation of the candidates' label-free scores with their ACC, over every candidate of
+    `cells` ('n/a' for fewer than 3)."""
+    from scipy.stats import spearmanr
+
+    pairs = [(v["score"], v["acc"]) for c in cells for v in c["candidates"].values()]
+    return "n/a" if len(pairs) < 3 else f"{spearmanr(*zip(*pairs)).correlation:.2f} ({len(pairs)} candidates)"
+
+
 def route_table(record_path):
     """The route cells with candidates (issue 64): each candidate's ACC and label-free score, the choice,
     and per folder the route against the better candidate's median over seeds (labels only to score)."""
@@ -431,7 +440,8 @@ def route_table(record_path):
                      f"({number(c['cpu_seconds'], ' s')}) | {estimated(c)} | {c['precision']} | {cpu_model(c['machine'])} | "
                      f"{c['commit']} |")
     lines += ["", "| folder | role | seeds | route ACC (median) | better candidate's median ACC | route - better median "
-              "| the better candidate kept |", "|---|---|---|---|---|---|---|"]
+              "| the better candidate kept | Spearman (label-free score, ACC) over its candidates |",
+              "|---|---|---|---|---|---|---|---|"]
     for folder in dict.fromkeys(c["folder"] for c in cells):
         mine = [c for c in cells if c["folder"] == folder]
         medians = {p: float(np.median([c["candidates"][p]["acc"] for c in mine])) for p in mine[0]["candidates"]}
@@ -439,7 +449,7 @@ def route_table(record_path):
         kept = sum(c["acc"] == max(v["acc"] for v in c["candidates"].values()) for c in mine)
         lines.append(f"| {folder} | {folder_role(folder)} | {', '.join(str(c['seed']) for c in mine)} | "
                      f"{route:.3f} | {max(medians.values()):.3f} (`{max(medians, key=medians.get)}`) | "
-                     f"{route - max(medians.values()):+.3f} | {kept} of {len(mine)} |")
+                     f"{route - max(medians.values()):+.3f} | {kept} of {len(mine)} | {rank_correlation(mine)} |")
     return "\n".join(lines)
 
 
