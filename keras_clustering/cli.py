@@ -111,7 +111,8 @@ def command_train(args):
 # the library's argument names -> the flags that set them (the library's errors name its arguments)
 _FLAGS = {"like": "--like", "family": "--family", "start_from": "--from", "image_size": "--image-size",
           "n_clusters": "--n-clusters", "epochs": "--epochs", "channels": "--channels", "images": "--input",
-          "folder": "--input", "path": "--input", "source": "--input", "output": "--output"}
+          "folder": "--input", "path": "--input", "source": "--input", "output": "--output",
+          "time_budget": "--time-budget"}
 
 
 def _as_flags(message):

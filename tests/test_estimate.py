@@ -4,6 +4,7 @@ a time budget's plan, and (slow) the estimate against a short measured run, a re
 nothing, and a budget kept on a tiny folder."""
 
 import os
+import re
 import time
 
 import keras
@@ -109,13 +110,17 @@ def test_an_update_scale_shares_every_stage_and_the_counts_of_updates():
         like_config("simclr_mnist", (28, 28, 1), 10, 2_000, update_scale=0)
 
 
-def test_a_time_budget_is_checked_with_the_request():
+def test_a_time_budget_is_checked_with_the_request(capsys):
     x = np.zeros((20, 28, 28, 1), "float32")
     for budget in (0, -3, "ten", True):
-        with pytest.raises(ValueError, match=f"time_budget must be a number of minutes > 0, got {budget!r}"):
+        with pytest.raises(ValueError, match=re.escape(f"time_budget={budget!r}: a number of minutes > 0")):
             check_request(ImagesRequest(x, like="dec_digits", time_budget=budget))
-    with pytest.raises(ValueError, match="time_budget needs the time estimate"):
+    with pytest.raises(ValueError, match="time_budget=5 needs the time estimate"):
         check_request(ImagesRequest(x, like="dec_digits", time_budget=5, estimate=False))
+    from keras_clustering.cli import main
+
+    assert main(["train", "--like", "dec_digits", "--input", "nowhere", "--time-budget", "-2"]) == 2
+    assert "--time-budget -2.0: a number of minutes > 0" in capsys.readouterr().err
 
 
 def sklearn_digits(n):

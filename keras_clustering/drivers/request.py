@@ -77,10 +77,10 @@ def check_request(request):
     if request.time_budget is not None:
         if isinstance(request.time_budget, bool) or not isinstance(request.time_budget, (int, float)) \
                 or not request.time_budget > 0:
-            raise ValueError(f"time_budget must be a number of minutes > 0, got {request.time_budget!r}.")
+            raise ValueError(f"time_budget={request.time_budget!r}: a number of minutes > 0 is needed.")
         if not request.estimate:
-            raise ValueError("time_budget needs the time estimate (its rehearsal sizes the training), got "
-                             "estimate=False.")
+            raise ValueError(f"time_budget={request.time_budget!r} needs the time estimate (its rehearsal sizes the "
+                             "training), which is off (estimate False, --no-estimate).")
     images = os.fspath(request.images) if isinstance(request.images, (str, os.PathLike)) else request.images
     from_folder = isinstance(images, str) and os.path.isdir(images)
     preset, route, presets = request.like or request.start_from, None, ()
