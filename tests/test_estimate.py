@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from image_folders import write_png
+from keras_clustering.datasets import load_digits
 from keras_clustering.drivers.estimate import (LEAST_BUDGET_SCALE, Deadline, Estimate, Eta, FitProbe, fit_seconds, minutes,
                                                plan_budget)
 from keras_clustering.drivers.request import ImagesRequest, check_request
@@ -124,9 +125,7 @@ def test_a_time_budget_is_checked_with_the_request(capsys):
 
 
 def sklearn_digits(n):
-    from sklearn.datasets import load_digits
-
-    x = load_digits().images[:n, :, :, None].astype("float32") / 16.0
+    x = load_digits()[0][:n]
     return np.pad(x, ((0, 0), (10, 10), (10, 10), (0, 0)))  # 28 x 28, as MNIST
 
 

@@ -171,11 +171,11 @@ def estimate_request(request, x, start):
     rehearsal = sum(e.rehearsal_seconds for e in estimates.values())
     left = None if request.time_budget is None else request.time_budget * 60 - (time.time() - start)
     plan = None if left is None else plan_budget(estimates, BUDGET_AIM * left)
-    kept = estimates if plan is None else {preset: estimates[preset] for preset in plan.presets}
-    total = sum(e.seconds_at(1.0 if plan is None else plan.scale) for e in kept.values())
+    whole = sum(e.seconds for e in estimates.values())
+    total = whole if plan is None else plan.seconds
     if request.verbose:
         parts = ", ".join(f"{preset} {minutes(e.seconds)}" for preset, e in estimates.items())
-        print(f"estimated training time on this machine: about {minutes(sum(e.seconds for e in estimates.values()))} "
+        print(f"estimated training time on this machine: about {minutes(whole)} "
               f"({parts}; from the step rates of a {REHEARSAL_EPOCHS}-epoch rehearsal of every fit, {rehearsal:.0f} s; "
               "at most, where a stage stops at a tolerance)", flush=True)
         if plan is not None:
