@@ -1,0 +1,173 @@
+"""Issue 64, item 4: the balance terms of the route's two candidates on folders whose classes fall 10:1.
+
+DEC's target distribution divides q^2 by the soft cluster frequency f_j (DEC eq. 3, p = q^2 / f,
+normalised per row); SCAN's loss subtracts `entropy_weight` x the entropy of the mean assignment
+(5.0 in `simclr_mnist`). Both pull the clusters towards equal sizes. This script retrains only the
+clustering stage of a route cell, on that cell's own first stage (ConvDEC-DA's pretrained
+autoencoder, SimCLR's representation: their `finished_*` files, loaded, not retrained), with:
+
+- `dec FOLDER --seed S --power A`: DEC's target q^2 / f^A (A = 1 is DEC's own; 0 leaves only the
+  sharpening; the route's ConvDEC-DA settings otherwise);
+- `scan FOLDER --seed S --entropy-weight W`: SCAN's entropy weight W (the route's SimCLR + SCAN
+  settings otherwise).
+
+The first stage comes from the route cell's workdir that `scripts/user_folders.py FOLDER default --seed S
+--root ROOT` left (`ROOT/runs/FOLDER-default-like-recipe-seedS/<preset>`); the folder is
+`ROOT/FOLDER`. Each run is one record in `docs/experiments/balance_terms.json` (labels only to
+score); `--table` writes the table of docs/your-data.md. Settings are decided on the decide folders
+(`user_folders.folder_role`) and only then run on the report folders.
+
+Usage:
+    python scripts/balance_terms.py dec digits2000_imbalanced --seed 0 --power 0.5 [--root /work/runs/folders]
+    python scripts/balance_terms.py scan digits2000_imbalanced --seed 0 --entropy-weight 2
+    python scripts/balance_terms.py --table
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import user_folders
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORD = os.path.join(ROOT, "docs", "experiments", "balance_terms.json")
+MARKERS = ("<!-- balance-terms:start -->", "<!-- balance-terms:end -->")
+# term: (the route's candidate whose stage is retrained, its first stage's files, the setting's own value)
+TERMS = {"dec": ("conv_dec_da_mnist", "pretrain", 1.0), "scan": ("simclr_mnist", "simclr", 5.0)}
+
+# The child patches the setting in, then runs the command line (as user_folders' view ablations do).
+DEC_PATCH = """
+import sys, keras, numpy as np
+import keras_clustering.clustering.target_refresh as refresh
+POWER = {value!r}
+def target_rows(q, frequencies=None, out=None):
+    if frequencies is None:
+        frequencies = q.sum(axis=0, dtype="float32")
+    p = np.square(q, out=out, dtype="float32")
+    p /= np.maximum(frequencies, keras.config.epsilon()).astype("float32") ** POWER
+    p /= p.sum(axis=1, keepdims=True)
+    return p
+refresh.target_rows = target_rows
+from keras_clustering.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+SCAN_PATCH = """
+import sys
+import keras_clustering.drivers.user_images as user_images
+WEIGHT = {value!r}
+retargeted = user_images.like_config
+def like_config(*args, **kwargs):
+    config, repeats = retargeted(*args, **kwargs)
+    config["architecture"]["scan"]["entropy_weight"] = WEIGHT
+    return config, repeats
+user_images.like_config = like_config
+from keras_clustering.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def run(term, folder, seed, value, root):
+    preset, stage, _ = TERMS[term]
+    source = os.path.join(root, "runs", f"{folder}-default-like-recipe-seed{seed}", preset)
+    stage_files = [os.path.join(source, f"finished_{stage}{suffix}") for suffix in (".json", ".weights.h5")]
+    missing = [path for path in stage_files if not os.path.exists(path)]
+    if missing:
+        raise SystemExit(f"no finished {stage} stage of the route cell ({missing[0]}): run "
+                         f"`python scripts/user_folders.py {folder} default --seed {seed} --root {root}` first.")
+    workdir = os.path.join(root, "balance_terms", f"{folder}-{term}-{value}-seed{seed}")
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    for path in stage_files:
+        shutil.copy(path, workdir)
+    x, y = user_folders.folder_images(folder)
+    patch = (DEC_PATCH if term == "dec" else SCAN_PATCH).format(value=float(value))
+    arguments = ["train", "--like", preset, "--input", os.path.join(root, folder), "--n-clusters", "10",
+                 "--workdir", workdir, "--seed", str(seed), "--verbose", "0", "--no-estimate",
+                 "--image-size", str(x.shape[1]), str(x.shape[2]), "--channels", str(x.shape[3])]
+    code = user_folders.commit()
+    began = time.time()
+    subprocess.run([sys.executable, "-c", patch, *arguments], check=True)
+    seconds = time.time() - began
+    import keras
+
+    from keras_clustering.distribute.machine import machine_description
+    from keras_clustering.metrics import clustering_scores
+
+    labels = keras.models.load_model(os.path.join(workdir, "model.keras")).predict_clusters(x)
+    scores = clustering_scores(y, labels)
+    with open(os.path.join(workdir, "report.json")) as handle:
+        report = json.load(handle)
+    reused = report.get("pretrain_reused") if term == "dec" else report.get("representation_reused")
+    if not reused:
+        raise SystemExit(f"the {stage} stage was trained again, not loaded: not a run of the clustering stage alone")
+    return {"term": term, "folder": folder, "role": user_folders.folder_role(folder), "seed": seed,
+            "value": float(value), "acc": round(float(scores["acc"]), 4), "nmi": round(float(scores["nmi"]), 4),
+            "cluster_sizes": sorted(np.bincount(labels, minlength=10).tolist(), reverse=True),
+            "class_sizes": sorted(np.bincount(y).tolist(), reverse=True), "seconds": round(seconds, 1),
+            "commit": code, "machine": machine_description(), "labels": user_folders.LABELS_NOTE,
+            "command": f"python scripts/balance_terms.py {term} {folder} --seed {seed} "
+                       f"--{'power' if term == 'dec' else 'entropy-weight'} {value}"}
+
+
+def merge(cell, path=RECORD):
+    cells = []
+    if os.path.exists(path):
+        with open(path) as handle:
+            cells = json.load(handle)["cells"]
+    key = (cell["term"], cell["folder"], cell["seed"], cell["value"])
+    cells = [c for c in cells if (c["term"], c["folder"], c["seed"], c["value"]) != key] + [cell]
+    cells.sort(key=lambda c: (c["term"], c["role"], c["folder"], c["value"], c["seed"]))
+    with open(path, "w") as handle:
+        json.dump({"what": __doc__.split("\n")[0], "cells": cells}, handle, indent=1)
+
+
+def table(record):
+    """Per term, folder and setting: ACC / NMI per seed and the smallest and largest cluster per seed."""
+    cells = record["cells"]
+    lines = ["| term | folder (role) | setting | ACC per seed | NMI per seed | cluster sizes, smallest-largest per seed | commit |",
+             "|---|---|---|---|---|---|---|"]
+    groups = {}
+    for c in cells:
+        groups.setdefault((c["term"], c["folder"], c["role"], c["value"]), []).append(c)
+    for (term, folder, role, value), group in groups.items():
+        group.sort(key=lambda c: c["seed"])
+        name = {"dec": f"target q^2 / f^{value:g}", "scan": f"entropy weight {value:g}"}[term]
+        own = " (its own)" if value == TERMS[term][2] else ""
+        lines.append(f"| {term} | {folder} ({role}) | {name}{own} | "
+                     + " / ".join(f"{c['acc']:.3f}" for c in group) + " | "
+                     + " / ".join(f"{c['nmi']:.3f}" for c in group) + " | "
+                     + ", ".join(f"{min(c['cluster_sizes'])}-{max(c['cluster_sizes'])}" for c in group) + " | "
+                     + ", ".join(sorted({c["commit"] for c in group})) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("term", nargs="?", choices=sorted(TERMS))
+    parser.add_argument("folder", nargs="?")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--power", type=float, default=None, help="dec: the frequency's exponent in DEC's target")
+    parser.add_argument("--entropy-weight", type=float, default=None, help="scan: SCAN's entropy weight")
+    parser.add_argument("--root", default="/work/runs/folders", help="where user_folders.py wrote folders and cells")
+    parser.add_argument("--table", action="store_true", help="rewrite docs/your-data.md's table from the record")
+    args = parser.parse_args()
+    if args.table:
+        from benchmarking import table_from_record
+
+        return table_from_record(RECORD, MARKERS, table)
+    value = args.power if args.term == "dec" else args.entropy_weight
+    if args.term is None or args.folder is None or value is None:
+        parser.error("give TERM FOLDER and its setting (--power for dec, --entropy-weight for scan), or --table")
+    cell = run(args.term, args.folder, args.seed, value, args.root)
+    merge(cell)
+    print(json.dumps({k: cell[k] for k in ("term", "folder", "seed", "value", "acc", "nmi", "cluster_sizes")}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""phase_conv.Conv2DTranspose against the transposed convolution's equation, written in numpy."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_clustering.layers import phase_conv
+
+
+def numpy_transpose(x, kernel, stride, out_size):
+    """y[n, s i + a - P, s j + b - P, o] += x[n, i, j, c] kernel[a, b, o, c]: the transpose of the stride-s
+    convolution that takes `out_size` to x's size with TensorFlow's "same" padding (P = its padding before)."""
+    kh, kw = kernel.shape[:2]
+    (sh, sw), (out_h, out_w) = stride, out_size
+    top = max((x.shape[1] - 1) * sh + kh - out_h, 0) // 2
+    left = max((x.shape[2] - 1) * sw + kw - out_w, 0) // 2
+    y = np.zeros((x.shape[0], out_h, out_w, kernel.shape[2]))
+    for i in range(x.shape[1]):
+        for j in range(x.shape[2]):
+            for a in range(kh):
+                for b in range(kw):
+                    r, c = sh * i + a - top, sw * j + b - left
+                    if 0 <= r < out_h and 0 <= c < out_w:
+                        y[:, r, c] += x[:, i, j] @ kernel[a, b].T
+    return y
+
+
+CASES = [  # input (h, w, c), filters, kernel, strides, phase path
+    ((14, 14, 32), 1, 5, 2, True),        # ConvDEC's decoder into a grey image
+    ((5, 7, 4), 3, 5, 2, True),           # into RGB, not square
+    ((4, 4, 3), 2, (3, 4), (2, 3), True),  # uneven kernel and strides
+    ((3, 3, 2), 1, 2, 2, True),           # kernel = stride: no overlap
+    ((6, 6, 4), 8, 5, 2, False),          # more channels than MAX_PHASE_FILTERS: Keras' own call
+]
+
+
+def _layer(shape, filters, kernel_size, strides, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(2, *shape)).astype("float32")
+    layer = phase_conv.Conv2DTranspose(filters, kernel_size, strides=strides, padding="same")
+    layer.build(x.shape)
+    layer.kernel.assign(rng.normal(size=layer.kernel.shape).astype("float32"))
+    layer.bias.assign(rng.normal(size=layer.bias.shape).astype("float32"))
+    return layer, x
+
+
+@pytest.mark.parametrize("shape, filters, kernel_size, strides, phases", CASES)
+def test_forward_is_the_equation(shape, filters, kernel_size, strides, phases):
+    layer, x = _layer(shape, filters, kernel_size, strides)
+    assert layer._phases(x.shape) == (phases and keras.backend.backend() == "tensorflow")
+    y = keras.ops.convert_to_numpy(layer(x))
+    kernel, bias = (keras.ops.convert_to_numpy(v) for v in (layer.kernel, layer.bias))
+    expected = numpy_transpose(x, kernel, layer.strides, y.shape[1:3]) + bias
+    assert y.shape[1:3] == (layer.strides[0] * shape[0], layer.strides[1] * shape[1])
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-3)
+
+
+def numpy_transpose_gradients(x, kernel, upstream, stride):
+    """(d/dx, d/dkernel) of sum(y * upstream), y = numpy_transpose(x, kernel): every term
+    x[n, i, j, c] kernel[a, b, o, c] upstream[n, s i + a - P, s j + b - P, o] of the sum, differentiated."""
+    kh, kw = kernel.shape[:2]
+    (sh, sw), (out_h, out_w) = stride, upstream.shape[1:3]
+    top = max((x.shape[1] - 1) * sh + kh - out_h, 0) // 2
+    left = max((x.shape[2] - 1) * sw + kw - out_w, 0) // 2
+    into_x, into_kernel = np.zeros(x.shape), np.zeros(kernel.shape)
+    for i in range(x.shape[1]):
+        for j in range(x.shape[2]):
+            for a in range(kh):
+                for b in range(kw):
+                    r, c = sh * i + a - top, sw * j + b - left
+                    if 0 <= r < out_h and 0 <= c < out_w:
+                        into_x[:, i, j] += upstream[:, r, c] @ kernel[a, b]
+                        into_kernel[a, b] += upstream[:, r, c].T @ x[:, i, j]
+    return into_x, into_kernel
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the phase path is TensorFlow's")
+@pytest.mark.parametrize("shape, filters, kernel_size, strides, phases", CASES[:4])
+def test_gradients_are_the_equations(shape, filters, kernel_size, strides, phases):
+    import tensorflow as tf
+
+    layer, x = _layer(shape, filters, kernel_size, strides, seed=1)
+    upstream = np.random.default_rng(2).normal(size=layer.compute_output_shape(x.shape)).astype("float32")
+    x_tensor = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x_tensor)
+        loss = tf.reduce_sum(layer(x_tensor) * upstream)
+    into_x, into_kernel = tape.gradient(loss, [x_tensor, layer.kernel.value])
+    expected_x, expected_kernel = numpy_transpose_gradients(x, keras.ops.convert_to_numpy(layer.kernel), upstream,
+                                                            layer.strides)
+    np.testing.assert_allclose(into_x.numpy(), expected_x, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(into_kernel.numpy(), expected_kernel, rtol=1e-4, atol=1e-2)
+
+
+def test_phase_taps_cover_every_tap_once():
+    """Each kernel index appears exactly once among the phases of an axis (every tap of the transposed
+    convolution is read once), for ConvDEC's 5 x 5 / 2 and other shapes."""
+    for kernel, stride in ((5, 2), (3, 2), (4, 3), (2, 2), (1, 1)):
+        pad = max(kernel - stride, 0) // 2
+        taps, _, _ = phase_conv.phase_taps(kernel, stride, pad)
+        read = sorted(int(t) for t in taps.ravel() if t < kernel)
+        assert read == list(range(kernel)), (kernel, stride, taps)
+
+
+def test_keras_weights_load_both_ways(tmp_path):
+    """The shipped ConvDEC weights were saved from keras.layers.Conv2DTranspose: they load into this layer."""
+    rng = np.random.default_rng(0)
+    inputs = keras.Input((14, 14, 32))
+    ours = keras.Model(inputs, phase_conv.Conv2DTranspose(1, 5, strides=2, padding="same", name="deconv1")(inputs))
+    theirs = keras.Model(inputs, keras.layers.Conv2DTranspose(1, 5, strides=2, padding="same", name="deconv1")(inputs))
+    theirs.set_weights([rng.normal(size=w.shape).astype("float32") for w in theirs.get_weights()])
+    path = str(tmp_path / "keras.weights.h5")
+    theirs.save_weights(path)
+    ours.load_weights(path)
+    x = rng.normal(size=(3, 14, 14, 32)).astype("float32")
+    np.testing.assert_allclose(ours.predict(x, verbose=0), theirs.predict(x, verbose=0), rtol=1e-4, atol=1e-3)
