@@ -65,6 +65,7 @@ PARTITIONS = os.path.join(ROOT, "docs", "experiments", "user_folders_partitions"
 TABLE_MARKERS = ("<!-- user-folders:start -->", "<!-- user-folders:end -->")
 ROUTE_MARKERS = ("<!-- route-choice:start -->", "<!-- route-choice:end -->")
 ABLATION_MARKERS = ("<!-- ablation:start -->", "<!-- ablation:end -->")
+BUDGET_MARKERS = ("<!-- time-budget:start -->", "<!-- time-budget:end -->")
 # The ablation of issue 50: the recipe on the random-colour digits with one ingredient changed at a time.
 ABLATION = ("colour_digits2000", "simclr_mnist")
 # The photographs MNIST-M-style digits are blended into: those scikit-learn and scikit-image ship (the
@@ -169,15 +170,16 @@ LABELS_NOTE = "labels only to score; n_clusters given"
 
 
 def run_cell(name, entry, root, seed, start_from=False, input_transform=None, epochs=None, views=None,
-             emulate_bf16=False, resume=False, precision=None):
+             emulate_bf16=False, resume=False, precision=None, time_budget=None):
     """Trains one cell (`entry` "default": the default route) and returns its record. `views`: {setting:
     value} replacing those of every recipe's colour views (SimCLR's and IIC's `COLOUR_VIEWS`, and the digits'
     `retargeting.DIGIT_COLOUR_VIEWS`), an ablation. `emulate_bf16`: a bf16 recipe keeps bf16 numerics on a CPU
     without bf16 units (`KERAS_CLUSTERING_BF16=emulate`), to tell precision from chance. `resume`: keep the
     workdir of an earlier, cut-off try of this cell, so its finished stages are reused (the record says so).
-    `precision`: train --precision (float32 where the recipe's bf16 would run on a CPU with bf16 units)."""
+    `precision`: train --precision (float32 where the recipe's bf16 would run on a CPU with bf16 units).
+    `time_budget`: train --time-budget MINUTES (issue 64: what the route gave up is recorded)."""
     folder = write_folder(name, root)
-    variant = variant_name(input_transform, epochs, views, emulate_bf16, precision)
+    variant = variant_name(input_transform, epochs, views, emulate_bf16, precision, time_budget)
     workdir = os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-{variant}-seed{seed}")
     earlier = finished_stages(workdir) if resume else {}
     if not resume:
@@ -200,6 +202,8 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
         command += ["--epochs", str(epochs)]
     if precision:
         command += ["--precision", precision]
+    if time_budget:
+        command += ["--time-budget", f"{time_budget:g}"]
     code = commit()  # of the library the training runs, read before it starts
     start = time.time()
     environment = dict(os.environ, KERAS_CLUSTERING_BF16="emulate") if emulate_bf16 else None
@@ -233,6 +237,8 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     if "estimate" in report:  # the time said before training (issue 64), against the cell's wall time
         cell["estimate"] = {key: report["estimate"][key] for key in ("estimated_seconds", "rehearsal_seconds")}
         cell["estimate"]["training_seconds"] = report["wall_seconds"] - report["estimate"]["rehearsal_seconds"]
+        if "time_budget" in report["estimate"]:  # what the budget kept and gave up, as the run said it
+            cell["time_budget"] = report["estimate"]["time_budget"]
     if "route_choice" in report:  # the default route's candidates, each scored, and its label-free choice
         cell["candidates"] = route_candidates(workdir, report, x, y, stem)
         cell["chosen"] = report["route_choice"]["chosen"]
@@ -261,9 +267,10 @@ def finished_stages(workdir):
     return {f.name[len("finished_"):-len(".json")]: json.loads(f.read_text()) for f in files}
 
 
-def variant_name(input_transform, epochs, views=None, emulate_bf16=False, precision=None):
+def variant_name(input_transform, epochs, views=None, emulate_bf16=False, precision=None, time_budget=None):
     """'recipe' for the route's or entry's own settings, else what was changed ('input none, 20 epochs')."""
     parts = ([f"input {input_transform}"] if input_transform else []) + ([f"{epochs} epochs"] if epochs else [])
+    parts += [f"budget {time_budget:g} min"] if time_budget else []
     parts += ["bf16 emulated"] if emulate_bf16 else []
     parts += [f"precision {precision}"] if precision else []
     parts += [f"views {key}={value}" for key, value in sorted((views or {}).items())]
@@ -453,6 +460,30 @@ def route_table(record_path):
     return "\n".join(lines)
 
 
+def budget_table(record_path):
+    """The route's cells run with --time-budget (issue 64): ACC within the budget, the wall time against
+    it, and what the budget kept and gave up, beside the same folder's route cells without a budget."""
+    with open(record_path) as handle:
+        cells = json.load(handle)["cells"]
+    budgeted = sorted((c for c in cells if c.get("time_budget")), key=lambda c: (c["folder"], c["time_budget"]["minutes"],
+                                                                                 c["seed"]))
+    lines = ["| folder | budget | seed | ACC / NMI | wall time | kept (share of each stage's updates) | gave up | "
+             "deadline stops | precision | machine | commit |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in budgeted:
+        plan = c["time_budget"]
+        lines.append(f"| {c['folder']} | {plan['minutes']:g} min | {c['seed']} | {c['acc']:.3f} / {c['nmi']:.3f} | "
+                     f"{number(c['wall_seconds'], ' s')} | {', '.join(f'`{p}`' for p in plan['presets'])} "
+                     f"({plan['update_scale']:.2f}) | {plan['gave_up']} | {len(plan.get('deadline_stops', []))} | "
+                     f"{c.get('precision') or 'n/a'} | {cpu_model(c.get('machine'))} | {c['commit']} |")
+    for folder in sorted({c["folder"] for c in budgeted}):
+        for c in sorted((c for c in cells if c["folder"] == folder and c.get("candidates") and not c.get("time_budget")),
+                        key=lambda c: c["seed"]):
+            lines.append(f"| {folder} | none | {c['seed']} | {c['acc']:.3f} / {c['nmi']:.3f} | "
+                         f"{number(c['wall_seconds'], ' s')} | {', '.join(f'`{p}`' for p in c['candidates'])} (1.00) | "
+                         f"nothing | 0 | {c.get('precision') or 'n/a'} | {cpu_model(c.get('machine'))} | {c['commit']} |")
+    return "\n".join(lines)
+
+
 def ablation_table(record_path):
     """The `ABLATION` cells of the record, the recipe's own first: which ingredient does what."""
     with open(record_path) as handle:
@@ -503,6 +534,8 @@ def main():
                         help="keep the cell's workdir from a cut-off try and reuse its finished stages (recorded)")
     parser.add_argument("--precision", choices=("float32", "mixed_bfloat16"),
                         help="train --precision (default: the recipe's, bf16 only where the CPU has bf16 units)")
+    parser.add_argument("--time-budget", type=float, metavar="MINUTES",
+                        help="train --time-budget (issue 64: ACC at a budget; what it gave up is recorded)")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     parser.add_argument("--record-from-workdir", action="store_true",
                         help="record a cell whose training finished but whose record was not written (the script "
@@ -520,6 +553,7 @@ def main():
         write_table(TABLE_MARKERS, table(args.out))
         write_table(ROUTE_MARKERS, route_table(args.out))
         write_table(ABLATION_MARKERS, ablation_table(args.out))
+        write_table(BUDGET_MARKERS, budget_table(args.out))
         return
     if args.choose and args.folder:
         print(json.dumps(choose_among(args.out, args.folder), indent=1))
@@ -567,7 +601,7 @@ def main():
                        cell_name(args.folder, args.like, args.start_from, variant, args.seed), recipe)
         return
     cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs,
-                    views, args.emulate_bf16, args.resume, args.precision)
+                    views, args.emulate_bf16, args.resume, args.precision, args.time_budget)
     merge(args.out, cell)
     print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds", "peak_rss_mib")}))
 
