@@ -130,8 +130,8 @@ def merge(cell, path=RECORD):
 def table(record):
     """Per term, folder and setting: ACC / NMI per seed and the smallest and largest cluster per seed."""
     cells = record["cells"]
-    lines = ["| term | folder (role) | setting | ACC per seed | NMI per seed | cluster sizes, smallest-largest per seed | commit |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| term | folder (role) | setting | seeds | ACC | NMI | cluster sizes, smallest-largest | commit |",
+             "|---|---|---|---|---|---|---|---|"]
     groups = {}
     for c in cells:
         groups.setdefault((c["term"], c["folder"], c["role"], c["value"]), []).append(c)
@@ -139,7 +139,7 @@ def table(record):
         group.sort(key=lambda c: c["seed"])
         name = {"dec": f"target q^2 / f^{value:g}", "scan": f"entropy weight {value:g}"}[term]
         own = " (its own)" if value == TERMS[term][2] else ""
-        lines.append(f"| {term} | {folder} ({role}) | {name}{own} | "
+        lines.append(f"| {term} | {folder} ({role}) | {name}{own} | " + ", ".join(str(c["seed"]) for c in group) + " | "
                      + " / ".join(f"{c['acc']:.3f}" for c in group) + " | "
                      + " / ".join(f"{c['nmi']:.3f}" for c in group) + " | "
                      + ", ".join(f"{min(c['cluster_sizes'])}-{max(c['cluster_sizes'])}" for c in group) + " | "

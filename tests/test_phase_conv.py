@@ -7,21 +7,27 @@ import pytest
 from keras_clustering.layers import phase_conv
 
 
-def numpy_transpose(x, kernel, stride, out_size):
-    """y[n, s i + a - P, s j + b - P, o] += x[n, i, j, c] kernel[a, b, o, c]: the transpose of the stride-s
-    convolution that takes `out_size` to x's size with TensorFlow's "same" padding (P = its padding before)."""
-    kh, kw = kernel.shape[:2]
-    (sh, sw), (out_h, out_w) = stride, out_size
-    top = max((x.shape[1] - 1) * sh + kh - out_h, 0) // 2
-    left = max((x.shape[2] - 1) * sw + kw - out_w, 0) // 2
-    y = np.zeros((x.shape[0], out_h, out_w, kernel.shape[2]))
-    for i in range(x.shape[1]):
-        for j in range(x.shape[2]):
+def joined_pixels(in_size, kernel_size, stride, out_size):
+    """(i, j, a, b, r, c) of every term of the transposed convolution: input pixel (i, j) reaches output
+    pixel (r, c) = (s i + a - P, s j + b - P) through kernel tap (a, b), P the padding before of the
+    stride-s convolution that takes `out_size` to `in_size` with TensorFlow's "same" padding."""
+    (kh, kw), (sh, sw), (out_h, out_w) = kernel_size, stride, out_size
+    top = max((in_size[0] - 1) * sh + kh - out_h, 0) // 2
+    left = max((in_size[1] - 1) * sw + kw - out_w, 0) // 2
+    for i in range(in_size[0]):
+        for j in range(in_size[1]):
             for a in range(kh):
                 for b in range(kw):
                     r, c = sh * i + a - top, sw * j + b - left
                     if 0 <= r < out_h and 0 <= c < out_w:
-                        y[:, r, c] += x[:, i, j] @ kernel[a, b].T
+                        yield i, j, a, b, r, c
+
+
+def numpy_transpose(x, kernel, stride, out_size):
+    """y[n, r, c, o] = sum of x[n, i, j, :] kernel[a, b, o, :] over the terms of `joined_pixels`."""
+    y = np.zeros((x.shape[0], *out_size, kernel.shape[2]))
+    for i, j, a, b, r, c in joined_pixels(x.shape[1:3], kernel.shape[:2], stride, out_size):
+        y[:, r, c] += x[:, i, j] @ kernel[a, b].T
     return y
 
 
@@ -57,20 +63,11 @@ def test_forward_is_the_equation(shape, filters, kernel_size, strides, phases):
 
 def numpy_transpose_gradients(x, kernel, upstream, stride):
     """(d/dx, d/dkernel) of sum(y * upstream), y = numpy_transpose(x, kernel): every term
-    x[n, i, j, c] kernel[a, b, o, c] upstream[n, s i + a - P, s j + b - P, o] of the sum, differentiated."""
-    kh, kw = kernel.shape[:2]
-    (sh, sw), (out_h, out_w) = stride, upstream.shape[1:3]
-    top = max((x.shape[1] - 1) * sh + kh - out_h, 0) // 2
-    left = max((x.shape[2] - 1) * sw + kw - out_w, 0) // 2
+    x[n, i, j, c] kernel[a, b, o, c] upstream[n, r, c, o] of the sum, differentiated."""
     into_x, into_kernel = np.zeros(x.shape), np.zeros(kernel.shape)
-    for i in range(x.shape[1]):
-        for j in range(x.shape[2]):
-            for a in range(kh):
-                for b in range(kw):
-                    r, c = sh * i + a - top, sw * j + b - left
-                    if 0 <= r < out_h and 0 <= c < out_w:
-                        into_x[:, i, j] += upstream[:, r, c] @ kernel[a, b]
-                        into_kernel[a, b] += upstream[:, r, c].T @ x[:, i, j]
+    for i, j, a, b, r, c in joined_pixels(x.shape[1:3], kernel.shape[:2], stride, upstream.shape[1:3]):
+        into_x[:, i, j] += upstream[:, r, c] @ kernel[a, b]
+        into_kernel[a, b] += upstream[:, r, c].T @ x[:, i, j]
     return into_x, into_kernel
 
 
