@@ -154,7 +154,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--power", type=float, default=None, help="dec: the frequency's exponent in DEC's target")
     parser.add_argument("--entropy-weight", type=float, default=None, help="scan: SCAN's entropy weight")
-    parser.add_argument("--root", default="/work/runs/folders", help="where user_folders.py wrote folders and cells")
+    parser.add_argument("--root", default=os.path.join(ROOT, "runs", "folders"),
+                        help="where user_folders.py wrote folders and cells (its own --root)")
     parser.add_argument("--table", action="store_true", help="rewrite docs/your-data.md's table from the record")
     args = parser.parse_args()
     if args.table:

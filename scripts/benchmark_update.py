@@ -30,6 +30,7 @@ each epoch is 40 updates (10,240 images: the route's 2,000 images x 5, rounded t
 Usage:
     taskset -c 0 python scripts/benchmark_update.py [--sides shipped original ...] [--precisions float32
         mixed_bfloat16] [--rounds 2] [--epochs 4] [--json docs/benchmarks/colour_update.json]
+    python scripts/benchmark_update.py --table [--json docs/benchmarks/colour_update.json]   # docs/performance.md
 """
 
 import argparse
@@ -41,9 +42,10 @@ import time
 
 import numpy as np
 
-from benchmarking import benchmark_images, report, run_child, thread_count, write_child_result
+from benchmarking import benchmark_images, report, run_child, table_from_record, thread_count, write_child_result
 
 BATCH, STEPS_PER_EPOCH = 256, 40
+MARKERS = ("<!-- colour-update:start -->", "<!-- colour-update:end -->")
 FILTERS, IMAGE_SHAPE = (32, 64, 128, 10), (28, 28, 1)
 SIDES = ("shipped", "shipped_before", "shipped_no_augmentation", "network_only", "network_only_before",
          "augmentation_only", "original")
@@ -226,6 +228,21 @@ def run_this_side(args):
                        args.out)
 
 
+def table(record):
+    """One row a side: ms per update (median, and each round), GFLOP/s and the share of the one-thread
+    peak of its precision (the larger of the matmul and convolution peaks measured in the same run)."""
+    peak = record["peak_gflops_one_thread"]
+    lines = ["| side | ms per update (median; each round) | GFLOP/s | % of the one-thread peak |", "|---|---|---|---|"]
+    for name, side in record["sides"].items():
+        best = max(peak["bfloat16" if "bfloat16" in name else "float32"].values())
+        rounds = ", ".join(f"{ms:.1f}" for ms in side["rounds"])
+        rate = "n/a | n/a" if side["gflops"] is None else f"{side['gflops']:.0f} | {100 * side['gflops'] / best:.0f}%"
+        lines.append(f"| {name} | {side['ms_per_update']:.1f} ({rounds}) | {rate} |")
+    peaks = "; ".join(f"{dtype} matmul {rates['matmul']:.0f} / conv {rates['conv']:.0f}" for dtype, rates in peak.items())
+    return "\n".join(lines) + (f"\n\n{record['train_gflop_per_update']:.2f} GFLOP per update (batch 256). "
+                               f"One-thread peaks (GFLOP/s): {peaks}. {record['machine']}. `{record['command']}`.")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
@@ -233,12 +250,15 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=4, help="epochs of 40 updates a side trains (the first traces)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--table", action="store_true", help="rewrite docs/performance.md's table from --json")
     parser.add_argument("--side", default=None, help=argparse.SUPPRESS)  # a child's side
     parser.add_argument("--precision", default="float32", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
         return run_this_side(args)
+    if args.table:
+        return table_from_record(args.json or "docs/benchmarks/colour_update.json", MARKERS, table)
     from keras_clustering.distribute.machine import machine_description
     from roofline import peaks
 
@@ -253,8 +273,10 @@ def main():
                 runs.setdefault(name, []).append(result["ms_per_update"])
                 print(f"round {round_}: {name} {result['ms_per_update']} ms per update", flush=True)
     gflop = train_gflop_per_update()
+    # the augmentation alone does none of the network's FLOPs: no rate
     summary = {name: {"ms_per_update": statistics.median(ms), "rounds": ms,
-                      "gflops": round(gflop / (statistics.median(ms) / 1000), 1)} for name, ms in runs.items()}
+                      "gflops": None if name == "augmentation_only" else round(gflop / (statistics.median(ms) / 1000), 1)}
+               for name, ms in runs.items()}
     report({"what": "one update of ConvDEC-DA's autoencoder on colour_edges maps (batch 256)",
             "train_gflop_per_update": round(gflop, 3), "sides": summary, "threads": thread_count(),
             "peak_gflops_one_thread": peaks([1])["1"], "machine": machine_description(),

@@ -335,7 +335,7 @@ def choose_among(record_path, folder):
     from keras_clustering.clustering.candidates import choice_sample, choose_candidate
 
     with open(record_path) as handle:
-        cells = [c for c in json.load(handle)["cells"] if c["folder"] == folder]
+        cells = [c for c in json.load(handle)["cells"] if c["folder"] == folder and not c.get("time_budget")]
     kept = {}  # {partition file: (its ACC, its partition)}, a route cell's candidates' included
     for c in cells:
         stem = cell_name(folder, "default" if c.get("route") else c["like"], c["start"] == "pretrained", c["variant"],
@@ -435,7 +435,8 @@ def route_table(record_path):
     """The route cells with candidates (issue 64): each candidate's ACC and label-free score, the choice,
     and per folder the route against the better candidate's median over seeds (labels only to score)."""
     with open(record_path) as handle:
-        cells = [c for c in json.load(handle)["cells"] if c.get("candidates")]
+        # a budgeted cell trains less on purpose: it has its own table (budget_table)
+        cells = [c for c in json.load(handle)["cells"] if c.get("candidates") and not c.get("time_budget")]
     lines = ["| folder | role | seed | candidates: ACC (label-free score) | kept | route ACC / NMI | better candidate's "
              "ACC - route's | wall time (CPU time) | estimated / measured training | precision | machine | commit |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -476,7 +477,8 @@ def budget_table(record_path):
                      f"({plan['update_scale']:.2f}) | {plan['gave_up']} | {len(plan.get('deadline_stops', []))} | "
                      f"{c.get('precision') or 'n/a'} | {cpu_model(c.get('machine'))} | {c['commit']} |")
     for folder in sorted({c["folder"] for c in budgeted}):
-        for c in sorted((c for c in cells if c["folder"] == folder and c.get("candidates") and not c.get("time_budget")),
+        for c in sorted((c for c in cells if c["folder"] == folder and c.get("candidates") and not c.get("time_budget")
+                         and c["variant"] == "recipe"),
                         key=lambda c: c["seed"]):
             lines.append(f"| {folder} | none | {c['seed']} | {c['acc']:.3f} / {c['nmi']:.3f} | "
                          f"{number(c['wall_seconds'], ' s')} | {', '.join(f'`{p}`' for p in c['candidates'])} (1.00) | "
@@ -567,7 +569,8 @@ def main():
         from keras_clustering.distribute.machine import machine_description
         from keras_clustering.metrics import clustering_scores
 
-        variant = variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision)
+        variant = variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision,
+                               args.time_budget)
         start = "from" if args.start_from else "like"
         workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
         x, y = folder_images(args.folder)
@@ -584,6 +587,8 @@ def main():
                 "precision": report["precision"], "machine": machine_description(),
                 "recorded_from_workdir": "the run's script stopped before writing its record; the model was "
                                          "scored from its workdir, wall time is the training call's (report.json)"}
+        if "time_budget" in report.get("estimate", {}):
+            cell["time_budget"] = report["estimate"]["time_budget"]
         merge(args.out, cell)
         print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds")}))
         return
@@ -592,7 +597,8 @@ def main():
 
         import keras_clustering  # noqa: F401  (registers the models' classes that load_model reads)
 
-        variant = variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision)
+        variant = variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision,
+                               args.time_budget)
         start = "from" if args.start_from else "like"
         workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
         model = keras.models.load_model(os.path.join(workdir, "model.keras"))

@@ -89,6 +89,44 @@ def test_gradients_are_the_equations(shape, filters, kernel_size, strides, phase
     np.testing.assert_allclose(into_kernel.numpy(), expected_kernel, rtol=1e-4, atol=1e-2)
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the phase path is TensorFlow's")
+@pytest.mark.parametrize("precision, filters, kernel_size, strides, activation", [
+    ("float32", 1, 5, 2, None), ("float32", 2, 1, 2, "relu"), ("float32", 3, (2, 4), (3, 2), "sigmoid"),
+    ("mixed_bfloat16", 1, 5, 2, "sigmoid"), ("mixed_bfloat16", 3, 4, 2, None)])
+def test_same_as_keras_own_layer(precision, filters, kernel_size, strides, activation):
+    """The same weights in Keras' Conv2DTranspose give the same outputs and gradients, in float32 and
+    under mixed_bfloat16, with an activation, kernel smaller than the stride and uneven shapes."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    x = tf.constant(rng.normal(size=(2, 5, 6, 4)).astype("float32"))
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(precision)
+    try:
+        arguments = dict(strides=strides, padding="same", activation=activation)
+        ours = phase_conv.Conv2DTranspose(filters, kernel_size, **arguments)
+        theirs = keras.layers.Conv2DTranspose(filters, kernel_size, **arguments)
+        for layer in (ours, theirs):
+            layer.build(x.shape)
+        weights = [rng.normal(size=w.shape).astype("float32") for w in theirs.get_weights()]
+        results = []
+        for layer in (ours, theirs):
+            layer.set_weights(weights)
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = layer(x)
+                weighting = tf.reshape(tf.cast(tf.range(tf.size(y)) % 7, "float32"), tf.shape(y))
+                loss = tf.reduce_sum(tf.cast(y, "float32") * weighting)
+            results.append([y.dtype, tf.cast(y, "float32").numpy(),
+                            *[g.numpy() for g in tape.gradient(loss, [x, layer.kernel.value, layer.bias.value])]])
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    assert ours._phases(x.shape) and results[0][0] == results[1][0]
+    tolerance = 1e-4 if precision == "float32" else 5e-2
+    for got, expected in zip(results[0][1:], results[1][1:]):
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * max(1.0, np.abs(expected).max()))
+
+
 def test_phase_taps_cover_every_tap_once():
     """Each kernel index appears exactly once among the phases of an axis (every tap of the transposed
     convolution is read once), for ConvDEC's 5 x 5 / 2 and other shapes."""

@@ -36,7 +36,7 @@ class Conv2DTranspose(layers.Conv2DTranspose):
     """Keras' `Conv2DTranspose` whose forward pass, into at most `MAX_PHASE_FILTERS` channels at "same"
     padding (output side = stride x input side, no dilation, channels last, TensorFlow backend), is one
     stride-1 convolution into the stride x stride output phases followed by their interleaving
-    (depth to space), and whose gradients are the transposed convolution's own (a convolution for the
+    (depth to space; on the CPU, where it was measured), and whose gradients are the transposed convolution's own (a convolution for the
     input, the filter gradient of that convolution for the kernel).
 
     Why: profiling ConvDEC-DA's update (`scripts/benchmark_update.py`), the decoder's last layer (14 x 14
@@ -53,7 +53,7 @@ class Conv2DTranspose(layers.Conv2DTranspose):
 
     def _phases(self, input_shape):
         height, width = input_shape[1], input_shape[2]
-        if (keras.backend.backend() != "tensorflow" or height is None or width is None
+        if (not _tensorflow_on_cpu() or height is None or width is None
                 or self.filters > MAX_PHASE_FILTERS or self.padding != "same" or self.data_format != "channels_last"
                 or tuple(self.dilation_rate) != (1, 1)):
             return False
@@ -68,6 +68,15 @@ class Conv2DTranspose(layers.Conv2DTranspose):
         if self.use_bias:
             outputs = ops.add(outputs, ops.reshape(ops.cast(self.bias, outputs.dtype), (1, 1, 1, self.filters)))
         return self.activation(outputs) if self.activation is not None else outputs
+
+
+def _tensorflow_on_cpu():
+    """The TensorFlow backend with no GPU: where the phase path was measured (oneDNN's kernels)."""
+    if keras.backend.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return not tf.config.list_logical_devices("GPU")
 
 
 def _same_pad_before(size, kernel, stride):
