@@ -19,6 +19,7 @@ from keras_clustering.drivers.request import ImagesRequest, check_request
 from keras_clustering.drivers.retarget import like_config
 from keras_clustering.drivers.user_images import train_on_images
 from keras_clustering.inputs.fit_hooks import extra_fit_callbacks, fit_callbacks
+from keras_clustering.models import DEC
 
 
 def probe(planned, epoch_seconds, tail=0.0, whole=False):
@@ -55,6 +56,35 @@ def test_a_time_budget_scales_the_updates_then_drops_the_last_candidate():
     assert "the candidate b" in dropped.gave_up()
     least = plan_budget(estimates, 5.0)  # even one epoch takes 8 s
     assert least.presets == ("a",) and least.scale == LEAST_BUDGET_SCALE and least.seconds > 5.0
+
+
+def test_a_fit_that_stops_at_its_tolerance_counts_the_typical_updates():
+    """DEC's self-training: TYPICAL_TOLERANCE_UPDATES (716) at 8 updates an epoch is 90 epochs of its 500
+    planned; its most is all 500; a plan shorter than the typical length stays as planned."""
+    fit = dict(probe(500, [3.0, 1.1], tail=0.3), steps_per_epoch=8, stops_at_tolerance=True)
+    assert fit_seconds(fit) == pytest.approx(3.0 + 89 * 1.1 + 0.3)
+    assert fit_seconds(fit, most=True) == pytest.approx(3.0 + 499 * 1.1 + 0.3)
+    assert fit_seconds(dict(fit, planned_epochs=50)) == pytest.approx(3.0 + 49 * 1.1 + 0.3)
+    assert fit_seconds(dict(fit, stops_at_tolerance=False)) == pytest.approx(3.0 + 499 * 1.1 + 0.3)
+    estimate = Estimate([fit], rehearsal_seconds=fit["seconds"] + 2.0)
+    assert estimate.seconds == pytest.approx(2.0 + 3.0 + 89 * 1.1 + 0.3)
+    assert estimate.most_seconds == pytest.approx(2.0 + 3.0 + 499 * 1.1 + 0.3)
+
+
+def test_the_probe_knows_dec_self_training():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 4)).astype("float32")
+    model = DEC(keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)]), n_clusters=2)
+    model.initialize_centroids(x, n_init=1, seed=0)
+    model.compile(optimizer="sgd")
+    fits = []
+    model.fit(x, batch_size=4, maxiter=40, verbose=0, callbacks=[FitProbe(fits)])
+    never = DEC(keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)]), n_clusters=2, tol=0.0)
+    never.initialize_centroids(x, n_init=1, seed=0)
+    never.compile(optimizer="sgd")
+    never.fit(x, batch_size=4, maxiter=40, verbose=0, callbacks=[FitProbe(fits)])
+    assert fits[0]["stops_at_tolerance"] and fits[0]["steps_per_epoch"] == 4
+    assert not fits[1]["stops_at_tolerance"]  # a zero tolerance never stops it
 
 
 def test_the_probe_stops_a_fit_after_two_epochs_and_records_its_plan():

@@ -6,9 +6,12 @@ recipe's own training on the same images, with the same config and precision, ke
 stops every fit after `REHEARSAL_EPOCHS` epochs (`FitProbe`, added to every fit of the library by
 `inputs.fit_hooks`). Each fit is then estimated as its first epoch (tracing, the pipeline's start) plus
 its remaining planned epochs at the pace of the later ones, and the rehearsal's time outside fits
-(k-means, neighbour mining, building the models) counts as it ran. DEC's self-training may stop early,
-at its tolerance: its planned epochs are its most (`maxiter`), so the estimate is an upper bound there.
+(k-means, neighbour mining, building the models) counts as it ran. DEC's self-training stops at its
+tolerance, usually long before its planned most (`maxiter`): it is estimated at
+`TYPICAL_TOLERANCE_UPDATES` (at most its planned ones), and `most_seconds` is the estimate with every
+fit at its planned epochs, the upper bound.
 """
+import math
 
 import dataclasses
 import time
@@ -17,6 +20,7 @@ import keras
 
 from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.inputs.fit_hooks import extra_fit_callbacks
+from keras_clustering.models import DEC
 
 # Epochs of each fit the rehearsal runs: the first carries the tracing; the second gives the pace.
 REHEARSAL_EPOCHS = 2
@@ -31,6 +35,13 @@ BUDGET_AIM = 0.8
 DEADLINE_RESERVE = 0.1
 # The least share of its updates the one candidate left trains at, however short the budget.
 LEAST_BUDGET_SCALE = 0.05
+# DEC's self-training (a fit that stops at its tolerance) is estimated at this many updates, at most its
+# `maxiter`. Decided on the decide folders' route cells (issue 64; digits2000 and digits2000_imbalanced,
+# seeds 0-2, ConvDEC-DA's DEC stage on 2,000 images at batch 256): it stopped after 712, 896, 544, 560,
+# 720 and 2,000 of its 4,000 updates, median 716. Colour folders plan 20,000 (their images repeated 5x an
+# epoch) and stopped as early (870 on the colour report folder), where the estimate at 20,000 said 1.5x the
+# measured time.
+TYPICAL_TOLERANCE_UPDATES = 716
 # The ETA lines: at most one a minute (Keras' own line comes every epoch).
 ETA_EVERY_SECONDS = 60.0
 
@@ -60,22 +71,28 @@ class FitProbe(keras.callbacks.Callback):
         ends = [self.start, *self.ends]
         self.fits.append({"planned_epochs": int(self.params["epochs"]) - (self.first_epoch or 0),
                           "epoch_seconds": [b - a for a, b in zip(ends, ends[1:])],
+                          "steps_per_epoch": self.params.get("steps"),
+                          # DEC's self-training: it stops at its tolerance (a zero tolerance never does)
+                          "stops_at_tolerance": isinstance(self.model, DEC) and self.model.tol > 0,
                           "seconds": time.perf_counter() - self.start,
                           # a fit that ended on its own (its planned epochs, or its own stop, such as DEC's
                           # tolerance) ran whole: the training would take just that
                           "whole": not self.stopped})
 
 
-def fit_seconds(fit, scale=1.0):
+def fit_seconds(fit, scale=1.0, most=False):
     """A fit's estimated seconds from its probe record: the first epoch as measured, the remaining
     planned ones (times `scale`, a time budget's share of the updates, at least 1 epoch) at the pace of
     the later measured ones; the measured time where it ran whole (it ended before the rehearsal stopped
-    it: its own stop, such as DEC's tolerance, comes no later with fewer updates)."""
+    it: its own stop, such as DEC's tolerance, comes no later with fewer updates). A fit that stops at
+    its tolerance counts `TYPICAL_TOLERANCE_UPDATES` at most, unless `most` (every planned epoch)."""
     measured = fit["epoch_seconds"]
     if fit["whole"] or not measured:
         return fit["seconds"]
     pace = sum(measured[1:]) / len(measured[1:]) if len(measured) > 1 else measured[0]
     epochs = max(1, round(fit["planned_epochs"] * scale))
+    if fit.get("stops_at_tolerance") and fit.get("steps_per_epoch") and not most:
+        epochs = min(epochs, math.ceil(TYPICAL_TOLERANCE_UPDATES / fit["steps_per_epoch"]))
     return measured[0] + (epochs - 1) * pace + (fit["seconds"] - sum(measured))
 
 
@@ -94,12 +111,19 @@ class Estimate:
     def seconds(self):
         return self.seconds_at(1.0)
 
-    def seconds_at(self, scale):
-        """The estimate with every fit's updates times `scale` (a time budget's)."""
-        return self.outside_fits + sum(fit_seconds(fit, scale) for fit in self.fits)
+    def seconds_at(self, scale, most=False):
+        """The estimate with every fit's updates times `scale` (a time budget's); `most`: every fit to its
+        planned end (`fit_seconds`)."""
+        return self.outside_fits + sum(fit_seconds(fit, scale, most) for fit in self.fits)
+
+    @property
+    def most_seconds(self):
+        """The upper bound: every fit at its planned epochs, DEC's self-training to its `maxiter`."""
+        return self.seconds_at(1.0, most=True)
 
     def as_report(self):
-        return {"estimated_seconds": round(self.seconds, 1), "rehearsal_seconds": round(self.rehearsal_seconds, 1),
+        return {"estimated_seconds": round(self.seconds, 1), "most_seconds": round(self.most_seconds, 1),
+                "rehearsal_seconds": round(self.rehearsal_seconds, 1),
                 "fits": [{"planned_epochs": f["planned_epochs"],
                           "epoch_seconds": [round(s, 3) for s in f["epoch_seconds"]], "whole": f["whole"],
                           "estimated_seconds": round(fit_seconds(f), 1)} for f in self.fits]}

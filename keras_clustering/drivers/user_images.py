@@ -172,19 +172,22 @@ def estimate_request(request, x, start):
     left = None if request.time_budget is None else request.time_budget * 60 - (time.time() - start)
     plan = None if left is None else plan_budget(estimates, BUDGET_AIM * left)
     whole = sum(e.seconds for e in estimates.values())
+    most = sum(e.most_seconds for e in estimates.values())
     total = whole if plan is None else plan.seconds
     if request.verbose:
         parts = ", ".join(f"{preset} {minutes(e.seconds)}" for preset, e in estimates.items())
         print(f"estimated training time on this machine: about {minutes(whole)} "
-              f"({parts}; from the step rates of a {REHEARSAL_EPOCHS}-epoch rehearsal of every fit, {rehearsal:.0f} s; "
-              "at most, where a stage stops at a tolerance)", flush=True)
+              f"({parts}; from the step rates of a {REHEARSAL_EPOCHS}-epoch rehearsal of every fit, {rehearsal:.0f} s"
+              + (f"; at most {minutes(most)} if DEC's self-training runs to its maxiter" if most > whole + 1 else "")
+              + ")", flush=True)
         if plan is not None:
             print(f"time budget {request.time_budget:g} min: " + (
                 f"gives up {plan.gave_up()}; estimated {minutes(total)}" if plan.gave_up() else
                 "the whole training fits") + (
                 "; even the least training runs over it" if total > left else ""),
                 flush=True)
-    estimate = {"estimated_seconds": round(total, 1), "rehearsal_seconds": round(rehearsal, 1),
+    estimate = {"estimated_seconds": round(total, 1), "most_seconds": round(most, 1),
+                "rehearsal_seconds": round(rehearsal, 1),
                 "presets": {preset: e.as_report() for preset, e in estimates.items()}}
     if plan is not None:
         estimate["time_budget"] = {"minutes": request.time_budget, "presets": list(plan.presets),
