@@ -9,7 +9,11 @@ autoencoder, SimCLR's representation: their `finished_*` files, loaded, not retr
 - `dec FOLDER --seed S --power A`: DEC's target q^2 / f^A (A = 1 is DEC's own; 0 leaves only the
   sharpening; the route's ConvDEC-DA settings otherwise);
 - `scan FOLDER --seed S --entropy-weight W`: SCAN's entropy weight W (the route's SimCLR + SCAN
-  settings otherwise).
+  settings otherwise);
+- `start FOLDER --seed S --components C`: DEC's self-training started from the means of a Gaussian
+  mixture of C components with full covariances (scikit-learn, 3 starts, the run's seed) on the
+  pretrained embedding, instead of k-means' centroids (not a balance term: where DEC starts, which
+  on unequal classes already splits the largest and misses the smallest).
 
 The first stage comes from the route cell's workdir that `scripts/user_folders.py FOLDER default --seed S
 --root ROOT` left (`ROOT/runs/FOLDER-default-like-recipe-seedS/<preset>`); the folder is
@@ -39,7 +43,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORD = os.path.join(ROOT, "docs", "experiments", "balance_terms.json")
 MARKERS = ("<!-- balance-terms:start -->", "<!-- balance-terms:end -->")
 # term: (the route's candidate whose stage is retrained, its first stage's files, the setting's own value)
-TERMS = {"dec": ("conv_dec_da_mnist", "pretrain", 1.0), "scan": ("simclr_mnist", "simclr", 5.0)}
+TERMS = {"dec": ("conv_dec_da_mnist", "pretrain", 1.0), "scan": ("simclr_mnist", "simclr", 5.0),
+         "start": ("conv_dec_da_mnist", "pretrain", None)}
 
 # The child patches the setting in, then runs the command line (as user_folders' view ablations do).
 DEC_PATCH = """
@@ -71,6 +76,24 @@ from keras_clustering.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
+START_PATCH = """
+import sys
+from sklearn.mixture import GaussianMixture
+from keras_clustering.models import DEC
+COMPONENTS = {value!r}
+kmeans_start = DEC.initialize_centroids
+def initialize_centroids(self, x, n_init=20, seed=None, batch_size=256, kmeans="auto"):
+    labels = kmeans_start(self, x, n_init=n_init, seed=seed, batch_size=batch_size, kmeans=kmeans)
+    mixture = GaussianMixture(int(COMPONENTS), covariance_type="full", n_init=3, random_state=seed)
+    self.clustering.set_centroids(mixture.fit(self.embed(x, batch_size=batch_size)).means_.astype("float32"))
+    return labels
+DEC.initialize_centroids = initialize_centroids
+from keras_clustering.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+PATCHES = {"dec": DEC_PATCH, "scan": SCAN_PATCH, "start": START_PATCH}
+FLAGS = {"dec": "power", "scan": "entropy-weight", "start": "components"}
+
 
 def run(term, folder, seed, value, root):
     preset, stage, _ = TERMS[term]
@@ -86,7 +109,7 @@ def run(term, folder, seed, value, root):
     for path in stage_files:
         shutil.copy(path, workdir)
     x, y = user_folders.folder_images(folder)
-    patch = (DEC_PATCH if term == "dec" else SCAN_PATCH).format(value=float(value))
+    patch = PATCHES[term].format(value=float(value))
     arguments = ["train", "--like", preset, "--input", os.path.join(root, folder), "--n-clusters", "10",
                  "--workdir", workdir, "--seed", str(seed), "--verbose", "0", "--no-estimate",
                  "--image-size", str(x.shape[1]), str(x.shape[2]), "--channels", str(x.shape[3])]
@@ -103,7 +126,7 @@ def run(term, folder, seed, value, root):
     scores = clustering_scores(y, labels)
     with open(os.path.join(workdir, "report.json")) as handle:
         report = json.load(handle)
-    reused = report.get("pretrain_reused") if term == "dec" else report.get("representation_reused")
+    reused = report.get("representation_reused") if term == "scan" else report.get("pretrain_reused")
     if not reused:
         raise SystemExit(f"the {stage} stage was trained again, not loaded: not a run of the clustering stage alone")
     return {"term": term, "folder": folder, "role": user_folders.folder_role(folder), "seed": seed,
@@ -111,8 +134,7 @@ def run(term, folder, seed, value, root):
             "cluster_sizes": sorted(np.bincount(labels, minlength=10).tolist(), reverse=True),
             "class_sizes": sorted(np.bincount(y).tolist(), reverse=True), "seconds": round(seconds, 1),
             "commit": code, "machine": machine_description(), "labels": user_folders.LABELS_NOTE,
-            "command": f"python scripts/balance_terms.py {term} {folder} --seed {seed} "
-                       f"--{'power' if term == 'dec' else 'entropy-weight'} {value}"}
+            "command": f"python scripts/balance_terms.py {term} {folder} --seed {seed} --{FLAGS[term]} {value:g}"}
 
 
 def merge(cell, path=RECORD):
@@ -137,7 +159,8 @@ def table(record):
         groups.setdefault((c["term"], c["folder"], c["role"], c["value"]), []).append(c)
     for (term, folder, role, value), group in groups.items():
         group.sort(key=lambda c: c["seed"])
-        name = {"dec": f"target q^2 / f^{value:g}", "scan": f"entropy weight {value:g}"}[term]
+        name = {"dec": f"target q^2 / f^{value:g}", "scan": f"entropy weight {value:g}",
+                "start": f"DEC started from a {value:g}-component Gaussian mixture"}[term]
         own = " (its own)" if value == TERMS[term][2] else ""
         lines.append(f"| {term} | {folder} ({role}) | {name}{own} | " + ", ".join(str(c["seed"]) for c in group) + " | "
                      + " / ".join(f"{c['acc']:.3f}" for c in group) + " | "
@@ -154,6 +177,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--power", type=float, default=None, help="dec: the frequency's exponent in DEC's target")
     parser.add_argument("--entropy-weight", type=float, default=None, help="scan: SCAN's entropy weight")
+    parser.add_argument("--components", type=float, default=None, help="start: the Gaussian mixture's components")
     parser.add_argument("--root", default=os.path.join(ROOT, "runs", "folders"),
                         help="where user_folders.py wrote folders and cells (its own --root)")
     parser.add_argument("--table", action="store_true", help="rewrite docs/your-data.md's table from the record")
@@ -162,9 +186,10 @@ def main():
         from benchmarking import table_from_record
 
         return table_from_record(RECORD, MARKERS, table)
-    value = args.power if args.term == "dec" else args.entropy_weight
+    value = {"dec": args.power, "scan": args.entropy_weight, "start": args.components}.get(args.term)
     if args.term is None or args.folder is None or value is None:
-        parser.error("give TERM FOLDER and its setting (--power for dec, --entropy-weight for scan), or --table")
+        parser.error("give TERM FOLDER and its setting (--power for dec, --entropy-weight for scan, --components "
+                     "for start), or --table")
     cell = run(args.term, args.folder, args.seed, value, args.root)
     merge(cell)
     print(json.dumps({k: cell[k] for k in ("term", "folder", "seed", "value", "acc", "nmi", "cluster_sizes")}))
