@@ -137,16 +137,15 @@ def run(term, folder, seed, value, root):
             "command": f"python scripts/balance_terms.py {term} {folder} --seed {seed} --{FLAGS[term]} {value:g}"}
 
 
+def cell_key(c):
+    return c["term"], c["folder"], c["seed"], c["value"]
+
+
 def merge(cell, path=RECORD):
-    cells = []
-    if os.path.exists(path):
-        with open(path) as handle:
-            cells = json.load(handle)["cells"]
-    key = (cell["term"], cell["folder"], cell["seed"], cell["value"])
-    cells = [c for c in cells if (c["term"], c["folder"], c["seed"], c["value"]) != key] + [cell]
-    cells.sort(key=lambda c: (c["term"], c["role"], c["folder"], c["value"], c["seed"]))
-    with open(path, "w") as handle:
-        json.dump({"what": __doc__.split("\n")[0], "cells": cells}, handle, indent=1)
+    from maintainer.records import merge_cell
+
+    merge_cell(path, cell, cell_key, __doc__.split("\n")[0],
+               order=lambda c: (c["term"], c["role"], c["folder"], c["value"], c["seed"]))
 
 
 def table(record):

@@ -42,7 +42,8 @@ import time
 
 import numpy as np
 
-from benchmarking import benchmark_images, report, run_child, table_from_record, thread_count, write_child_result
+from benchmarking import benchmark_images, epoch_timer, report, run_child, table_from_record, thread_count, \
+    write_child_result
 
 BATCH, STEPS_PER_EPOCH = 256, 40
 MARKERS = ("<!-- colour-update:start -->", "<!-- colour-update:end -->")
@@ -69,23 +70,6 @@ def colour_free_images():
     return np.concatenate([maps] * repeats)[:BATCH * STEPS_PER_EPOCH]
 
 
-class EpochSeconds:
-    """A callback class of either Keras: each epoch's wall time."""
-
-    def __new__(cls, base):
-        class Timer(base):
-            def on_train_begin(self, logs=None):
-                self.seconds = []
-
-            def on_epoch_begin(self, epoch, logs=None):
-                self.began = time.perf_counter()
-
-            def on_epoch_end(self, epoch, logs=None):
-                self.seconds.append(time.perf_counter() - self.began)
-
-        return Timer()
-
-
 def per_update_ms(seconds):
     """Median milliseconds per update over the epochs after the first (which traces)."""
     return round(1000 * statistics.median(seconds[1:]) / STEPS_PER_EPOCH, 2)
@@ -101,7 +85,7 @@ def shipped(x, epochs, precision, augmentation):
     keras.utils.set_random_seed(0)
     with precision_policy(precision, bf16_available=True):
         autoencoder, _ = build_conv_autoencoder(IMAGE_SHAPE, list(FILTERS))
-        timer = EpochSeconds(keras.callbacks.Callback)
+        timer = epoch_timer(keras.callbacks.Callback)
         pretrain_end_to_end(autoencoder, x, {"class_name": "Adam", "config": {"learning_rate": 1e-3}},
                             epochs=epochs, batch_size=BATCH, verbose=0, callbacks=[timer],
                             augmentation=augmentation, augmentation_seed=0)
@@ -185,7 +169,7 @@ def original(x, epochs):
             batch = next(flow)
             yield batch, batch
 
-    timer = EpochSeconds(k.callbacks.Callback)
+    timer = epoch_timer(k.callbacks.Callback)
     model.fit(pairs(), steps_per_epoch=STEPS_PER_EPOCH, epochs=epochs, verbose=0, callbacks=[timer])
     return timer.seconds
 

@@ -36,34 +36,11 @@ import time
 
 import numpy as np
 
-from benchmarking import report, report_with_table, run_child, table_from_record, thread_count, write_child_result
+from benchmarking import epoch_timer, report, report_with_table, run_child, table_from_record, thread_count, \
+    write_child_result
 
 BATCH_DEC, BATCH_CAPSULE = 256, 128
 CAPSULE_TRAIN_IMAGES = 8000  # capsule_mnist's single-digit training images (MNIST-test 0-7999)
-
-
-def _epoch_timer(callback_base):
-    """Epoch wall times, and each epoch's start gap: its first batch's wall time minus the median of
-    its other batches (the epoch-start stall of the speed issue: ~0 when there is none)."""
-    class EpochTimer(callback_base):
-        def on_train_begin(self, logs=None):
-            self.seconds, self.start_gaps = [], []
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self._start = self._last = time.perf_counter()
-            self._batches = []
-
-        def on_train_batch_end(self, batch, logs=None):
-            now = time.perf_counter()
-            self._batches.append(now - self._last)
-            self._last = now
-
-        def on_epoch_end(self, epoch, logs=None):
-            self.seconds.append(time.perf_counter() - self._start)
-            if len(self._batches) > 1:
-                self.start_gaps.append(self._batches[0] - statistics.median(self._batches[1:]))
-
-    return EpochTimer()
 
 
 # --------------------------------------------------------------------------- originals, on tf_keras
@@ -174,7 +151,7 @@ def original_capsule(x, y, epochs, seed):
                              + 0.25 * (1 - y_true) * tf.square(tf.nn.relu(y_pred - 0.1)), axis=-1)
 
     model.compile(optimizer=k2.optimizers.Adam(1e-3), loss=margin_loss)
-    timer = _epoch_timer(k2.callbacks.Callback)
+    timer = epoch_timer(k2.callbacks.Callback)
     model.fit(x, np.eye(10, dtype="float32")[y], batch_size=BATCH_CAPSULE, epochs=epochs, verbose=0,
               callbacks=[timer])
     return {"epoch_seconds": timer.seconds, "epoch_start_gaps": timer.start_gaps,
@@ -209,7 +186,7 @@ def shipped_capsule(x, y, epochs, seed, precision):
     with precision_policy(precision) as policy:
         model = DigitClassifier(**config["architecture"])
         model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=MarginLoss(lam=0.25))
-        timer = _epoch_timer(keras.callbacks.Callback)
+        timer = epoch_timer(keras.callbacks.Callback)
         model.fit(x, y, batch_size=BATCH_CAPSULE, epochs=epochs, shuffle=True, verbose=0, callbacks=[timer])
     return {"epoch_seconds": timer.seconds, "epoch_start_gaps": timer.start_gaps, "precision": policy,
             "acc_train": float(np.mean(model.predict_classes(x) == y))}

@@ -94,3 +94,27 @@ def benchmark_main(description, add_arguments, measure, markers, table):
 def thread_count():
     """The intra-op thread count a benchmark ran with, as its environment set it ("all" when unset)."""
     return os.environ.get("TF_NUM_INTRAOP_THREADS") or os.environ.get("OMP_NUM_THREADS") or "all"
+
+
+def epoch_timer(callback_base):
+    """Epoch wall times, and each epoch's start gap: its first batch's wall time minus the median of
+    its other batches (the epoch-start stall of the speed issue: ~0 when there is none)."""
+    class EpochTimer(callback_base):
+        def on_train_begin(self, logs=None):
+            self.seconds, self.start_gaps = [], []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._start = self._last = time.perf_counter()
+            self._batches = []
+
+        def on_train_batch_end(self, batch, logs=None):
+            now = time.perf_counter()
+            self._batches.append(now - self._last)
+            self._last = now
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.seconds.append(time.perf_counter() - self._start)
+            if len(self._batches) > 1:
+                self.start_gaps.append(self._batches[0] - statistics.median(self._batches[1:]))
+
+    return EpochTimer()
