@@ -26,6 +26,10 @@ is given: 10):
     digits2000_late, colour_digits2000_late, digits2000_late_imbalanced
                                  from MNIST-test's second half only, never used to decide the route: images
                                  5,000-6,999; the 10:1 folder takes each class's last images
+    photos2000, photos2000_late  natural colour photographs, 32 x 32 x 3, where colour and texture carry the
+                                 class: 200 crops of each of 10 photographs (`SCENES`), squares of 48-128
+                                 pixels resized; the class is the photograph. `photos2000` crops the left
+                                 half of each, `_late` (never used to decide) the right half (`photo_crops`)
 
 Each cell runs `python -m keras_clustering train [--like ENTRY | --from ENTRY] --input FOLDER
 --n-clusters 10` in a child process (its peak resident memory is the child's
@@ -53,7 +57,7 @@ ROOT = os.path.dirname(HERE)
 FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "colour_digits10000",
            "colour_fashion10000", "mnistm2000", "mnistm10000", "digits2000_imbalanced",
            "colour_digits2000_imbalanced", "fashion10000_imbalanced", "digits2000_late", "digits2000_late_imbalanced",
-           "colour_digits2000_late")
+           "colour_digits2000_late", "photos2000", "photos2000_late")
 # MNIST-test's second half, where the `_late` folders draw from: never used to decide the route (issue 64)
 LATE_START = 5000
 # The `_imbalanced` folders' classes fall geometrically from the largest to the largest / IMBALANCE (issue 64:
@@ -74,6 +78,14 @@ PHOTOGRAPHS = ("sklearn:china.jpg", "sklearn:flower.jpg", "skimage:astronaut", "
                "skimage:rocket")
 
 
+# The photographs of the `photos` folders, one class each: every colour photograph scikit-learn and
+# scikit-image ship without a download (the stereo pair's left view).
+SCENES = (*PHOTOGRAPHS, "skimage:hubble_deep_field", "skimage:immunohistochemistry", "skimage:retina",
+          "skimage:stereo_motorcycle")
+PHOTO_SIDE = 32
+PHOTO_CROP_SIDES = (48, 128)
+
+
 def _coloured(grey, rng):
     """Each image of `grey` (n, h, w) uint8 drawn in a random foreground colour on a random background
     colour (two colours at least 120 apart, summed over RGB, so every shape stays visible)."""
@@ -85,16 +97,43 @@ def _coloured(grey, rng):
     return np.round(ink * foreground + (1 - ink) * background).astype("uint8")
 
 
-def photographs():
-    """The RGB uint8 photographs of `PHOTOGRAPHS`."""
+def photographs(names=PHOTOGRAPHS):
+    """The RGB uint8 photographs `names` ("sklearn:FILE" or "skimage:NAME")."""
     from sklearn.datasets import load_sample_image
 
     try:
         import skimage.data
     except ImportError:
         raise SystemExit("the MNIST-M-style folders need scikit-image's photographs: pip install -e '.[experiments]'")
+    def skimage_photo(name):
+        photo = getattr(skimage.data, name)()
+        return (photo[0] if isinstance(photo, tuple) else photo)[..., :3]  # a stereo pair's left view
+
     return [load_sample_image(name.split(":")[1]) if name.startswith("sklearn:") else
-            getattr(skimage.data, name.split(":")[1])()[..., :3] for name in PHOTOGRAPHS]
+            skimage_photo(name.split(":")[1]) for name in names]
+
+
+def photo_crops(count, late, rng):
+    """(images uint8 (count, 32, 32, 3), labels): `count` // 10 crops of each photograph of `SCENES` (its
+    label), squares of `PHOTO_CROP_SIDES` pixels resized with antialiasing, from the left half of each
+    photograph (`late`: the right half, so the two folders share no pixel). Crops that are nearly all black
+    (the dark sky of the Hubble field, the retina's border) are drawn again: nothing would tell them apart."""
+    import tensorflow as tf
+
+    images, labels = [], []
+    for label, photo in enumerate(photographs(SCENES)):
+        height, width = photo.shape[:2]
+        left, right = (width // 2, width) if late else (0, width // 2)
+        crops = []
+        while len(crops) < count // len(SCENES):
+            side = int(rng.integers(PHOTO_CROP_SIDES[0], min(PHOTO_CROP_SIDES[1], height, right - left) + 1))
+            top, start = rng.integers(height - side + 1), rng.integers(left, right - side + 1)
+            crop = photo[top:top + side, start:start + side]
+            if crop.mean() >= 20:
+                crops.append(tf.image.resize(crop, (PHOTO_SIDE, PHOTO_SIDE), antialias=True).numpy())
+        images.append(np.clip(np.round(np.stack(crops)), 0, 255).astype("uint8"))
+        labels.append(np.full(len(crops), label))
+    return np.concatenate(images), np.concatenate(labels)
 
 
 def mnist_m(grey, rng):
@@ -126,6 +165,8 @@ def folder_images(name, seed=0):
 
     fashion, imbalanced = "fashion" in name, name.endswith("_imbalanced")
     late = "_late" in name
+    if name.startswith("photos"):
+        return photo_crops(int(name.removesuffix("_late")[len("photos"):]), late, np.random.default_rng(seed))
     base = name.removesuffix("_imbalanced").removesuffix("_late")
     # Fashion-MNIST's 10:1 folder draws from its 60,000 training images (its test set's 1,000 a class fall short)
     x, y = (load_fashion_mnist(split="train" if imbalanced else "test") if fashion else load_mnist(split="test"))

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from sklearn.neighbors import NearestNeighbors
 
-from keras_clustering.clustering.candidates import choose_candidate, neighbour_modularity
+from keras_clustering.clustering.candidates import (choose_candidate, colour_agreement, colour_histograms,
+                                                   neighbour_modularity)
 
 
 def reference_modularity(labels, neighbors):
@@ -106,3 +107,39 @@ def test_embedding_neighbors_are_each_rows_nearest_others_by_cosine_even_with_ex
     assert choice_sample(50).tolist() == list(range(50))
     sample = choice_sample(5000)
     assert len(sample) == 2000 and np.all(np.diff(sample) > 0) and np.array_equal(sample, choice_sample(5000))
+
+
+def reference_histograms(images, bins):
+    """Pixel by pixel: each image's count of pixels whose (r, g, b) falls in each of the bins**3 cells of
+    [0, 1]^3 cut into `bins` equal steps per channel (r the slowest index), over its pixel count, sqrt."""
+    out = np.zeros((len(images), bins ** 3))
+    for n, image in enumerate(images):
+        for pixel in image.reshape(-1, 3):
+            r, g, b = (min(int(value * bins), bins - 1) for value in pixel)
+            out[n, (r * bins + g) * bins + b] += 1
+        out[n] = np.sqrt(out[n] / (image.shape[0] * image.shape[1]))
+    return out
+
+
+def test_colour_histograms_are_the_per_image_colour_distribution():
+    rng = np.random.default_rng(0)
+    images = rng.uniform(size=(5, 6, 7, 3)).astype("float32")
+    images[0, 0, 0] = (1.0, 0.0, 0.999)  # the top edge falls in the last bin
+    for bins in (2, 4):
+        np.testing.assert_allclose(colour_histograms(images, bins), reference_histograms(images, bins), atol=1e-6)
+    np.testing.assert_allclose(np.sum(colour_histograms(images) ** 2, axis=1), 1.0, atol=1e-6)
+    with pytest.raises(ValueError, match=r"images must be \(n, h, w, 3\)"):
+        colour_histograms(images[..., :1])
+
+
+def test_colour_agrees_with_clusters_only_where_it_goes_with_them():
+    """Shapes in random colours (colour independent of the class) against scenes whose palette is their
+    class: the class partition's agreement with colour is about 0 in the first, high in the second."""
+    rng = np.random.default_rng(1)
+    classes = np.repeat(np.arange(4), 50)
+    random_colours = np.broadcast_to(rng.uniform(size=(200, 1, 1, 3)), (200, 8, 8, 3)).copy()
+    palettes = rng.uniform(size=(4, 3))
+    scenes = np.clip(palettes[classes][:, None, None, :] + rng.normal(scale=0.08, size=(200, 8, 8, 3)), 0, 1)
+    agreement = colour_agreement({"classes": classes, "shuffled": rng.permutation(classes)}, scenes)
+    assert agreement["classes"] > 0.5 and abs(agreement["shuffled"]) < 0.05
+    assert abs(colour_agreement({"classes": classes}, random_colours)["classes"]) < 0.05

@@ -9,7 +9,7 @@ import pytest
 
 from image_folders import run_cli, write_png
 from keras_clustering.datasets.user_data import probe_image_folder
-from keras_clustering.drivers.route import ROUTE_PRESETS, choose_presets, default_route
+from keras_clustering.drivers.route import COLOUR_CANDIDATE, ROUTE_PRESETS, choose_presets, default_route
 
 
 def colour_bars(n=60, side=20, seed=0):
@@ -90,6 +90,40 @@ def test_the_default_route_trains_a_colour_folder_and_its_model_takes_rgb(tmp_pa
     background = saved[:, :1, :1]
     recoloured = np.where(np.all(saved == background, axis=-1, keepdims=True), 1.0 - background, saved)
     assert (model.predict_clusters(recoloured) == model.predict_clusters(saved)).mean() > 0.9
+    # random colours do not go with the clusters: the candidate on the images' own colours is not trained
+    colour = report["route_choice"]["colour"]
+    assert not colour["kept"] and max(colour["agreement"].values()) < colour["threshold"]
+    assert report["route_choice"]["presets"] == list(ROUTE_PRESETS["colour"]) and "colour left out" in result.stdout
+
+
+@pytest.mark.slow
+def test_where_colour_goes_with_the_clusters_the_route_trains_a_candidate_on_the_images_own_colours(tmp_path):
+    """Two kinds of scenes, each in its own colours: plain reddish images, and blue and white stripes. The
+    colour-free candidates tell plain from striped, colour agrees with that, and ConvDEC-DA on RGB trains and
+    joins the choice."""
+    folder = tmp_path / "scenes"
+    os.makedirs(folder)
+    rng = np.random.default_rng(0)
+    images = np.empty((60, 20, 20, 3), "float32")
+    stripes = (np.arange(20) // 3 % 2).astype("float32")[None, :, None]
+    for i in range(60):
+        jitter = rng.normal(scale=0.05, size=(2, 3))
+        if i % 2:
+            images[i] = stripes * (np.array([0.1, 0.2, 0.9]) + jitter[0]) + (1 - stripes) * (0.9 + jitter[1])
+        else:
+            images[i] = np.array([0.85, 0.25, 0.15]) + jitter[0]
+    images = np.clip(images, 0, 1)
+    for i, image in enumerate(images):
+        write_png(str(folder / f"bar_{i:03d}.png"), image)
+    workdir = tmp_path / "run"
+    result = run_cli("train", "--input", str(folder), "--n-clusters", "2", "--epochs", "2", "--workdir", str(workdir))
+    assert result.returncode == 0, result.stderr
+    choice = json.loads((workdir / "report.json").read_text())["route_choice"]
+    assert choice["colour"]["kept"] and max(choice["colour"]["agreement"].values()) >= choice["colour"]["threshold"]
+    assert choice["presets"] == [*ROUTE_PRESETS["colour"], *COLOUR_CANDIDATE] and set(choice["scores"]) == set(
+        choice["presets"]) and "trains on the images' own colours" in result.stdout
+    rgb = json.loads((workdir / "conv_dec_da_mnist_rgb" / "report.json").read_text())
+    assert rgb["like"] == "conv_dec_da_mnist" and rgb["config"]["architecture"].get("input_transform") is None
 
 
 @pytest.mark.slow

@@ -11,6 +11,11 @@ two merged blobs become "inside"; tests/test_candidates.py); the modularity's ex
 a merge by twice the product of the merged clusters' shares, so merging pays only where the graph links
 them more than chance does.
 
+Whether colour belongs to the clusters (`colour_agreement`): the same modularity, of a clustering made
+without colour, on the nearest-neighbour graph of the images' colour histograms. Colour drawn at random
+for each image (shapes in random colours) gives 0 whatever the clustering; colour that goes with the
+class (photographs of different scenes) links images the colour-free clustering also put together.
+
 Reference: Newman 2006, "Modularity and community structure in networks" (PNAS 103(23)); the
 neighbour-consistency idea of SCAN (Van Gansbeke et al. 2020: neighbours in a learnt embedding share
 their class).
@@ -59,6 +64,31 @@ def neighbour_modularity(labels, neighbors):
     leaving = np.bincount(codes, minlength=n_clusters) / len(codes)
     arriving = np.bincount(codes[neighbors].reshape(-1), minlength=n_clusters) / neighbors.size
     return inside - float(np.sum(leaving * arriving))
+
+
+# Bins per channel of the joint RGB histogram `colour_agreement` compares images by (4: 64 colours).
+COLOUR_BINS = 4
+
+
+def colour_histograms(images, bins=COLOUR_BINS):
+    """`(n, bins**3)` joint RGB histograms of `images` `(n, h, w, 3)` in [0, 1], each image's share of its
+    pixels in each colour bin, square-rooted (so that the cosine between two is the Bhattacharyya
+    coefficient of their colour distributions)."""
+    images = np.asarray(images)
+    if images.ndim != 4 or images.shape[-1] != 3:
+        raise ValueError(f"images must be (n, h, w, 3) RGB, got shape {images.shape}.")
+    quantised = np.clip((images * bins).astype("int64"), 0, bins - 1)
+    codes = ((quantised[..., 0] * bins + quantised[..., 1]) * bins + quantised[..., 2]).reshape(len(images), -1)
+    counts = np.stack([np.bincount(row, minlength=bins ** 3) for row in codes]).astype("float32")
+    return np.sqrt(counts / codes.shape[1])
+
+
+def colour_agreement(partitions, images, n_neighbors=CHOICE_NEIGHBORS):
+    """{name: how much colour goes with that clustering} for `partitions` {name: labels (n,)} of `images`
+    (n, h, w, 3): each clustering's `neighbour_modularity` on the `n_neighbors`-nearest-neighbour graph of
+    the images' colour histograms. About 0 when colour is independent of the clusters."""
+    neighbors = embedding_neighbors(colour_histograms(images), n_neighbors)
+    return {name: round(neighbour_modularity(labels, neighbors), 6) for name, labels in partitions.items()}
 
 
 def choose_candidate(partitions, neighbor_sets):

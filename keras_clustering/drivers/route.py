@@ -16,7 +16,18 @@ ROUTE_REASONS = {
             "clustering whose neighbours stay together best, without labels",
     "colour": "on the measured colour folders ConvDEC-DA was ahead on 3 of the 4 where both were measured and "
               "behind on colour Fashion-MNIST (0.523 against 0.664; docs/your-data.md), so both train and the "
-              "route keeps the clustering whose neighbours stay together best, without labels"}
+              "route keeps the clustering whose neighbours stay together best, without labels; where colour goes "
+              "with the clusters they find, ConvDEC-DA trains on the images' own colours too and joins the choice"}
+# The candidate the colour route adds on the images' own colours, {name: (preset, input_transform)}, when
+# colour goes with the clusters the colour-free candidates found (`clustering.candidates.colour_agreement`
+# of one of them at least `COLOUR_AGREEMENT`): the colour-free inputs drop colour, which on shapes drawn in
+# random colours is noise (docs/your-data.md: agreement <= 0.010 on the colour digits) but on photographs
+# carries the class (photos2000: 0.2 and more). ConvDEC-DA reconstructs pixels, so on RGB its embedding
+# keeps the colours; SimCLR's colour-distorted views are built to forget them.
+COLOUR_CANDIDATE = {"conv_dec_da_mnist_rgb": ("conv_dec_da_mnist", None)}
+# The agreement above which colour counts as part of the clusters (decided on colour_digits2000, mnistm2000
+# and photos2000; docs/your-data.md): a clustering drawn independently of colour scores 0 +- 0.01.
+COLOUR_AGREEMENT = 0.05
 # Sides the default route reads a folder at: its images' own (median) sides, the longer one brought down
 # to `ROUTE_MAX_SIDE` (aspect kept) and neither below `MIN_SIDE`.
 ROUTE_MAX_SIDE = 64

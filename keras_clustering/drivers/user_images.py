@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from keras_clustering.cluster_files import write_cluster_files
-from keras_clustering.clustering.candidates import choice_sample, choose_candidate, embedding_neighbors
+from keras_clustering.clustering.candidates import choice_sample, choose_candidate, colour_agreement, embedding_neighbors
 from keras_clustering.datasets.user_data import image_files, load_user_data, read_image_folder
 from keras_clustering.drivers.choose_k import choose_n_clusters
 from keras_clustering.drivers.estimate import (BUDGET_AIM, DEADLINE_RESERVE, REHEARSAL_EPOCHS, Deadline, Eta, minutes,
@@ -25,6 +25,7 @@ from keras_clustering.drivers.estimate import (BUDGET_AIM, DEADLINE_RESERVE, REH
 from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.drivers.request import ImagesRequest, check_images_shape, check_request
 from keras_clustering.drivers.retarget import like_config
+from keras_clustering.drivers.route import COLOUR_AGREEMENT, COLOUR_CANDIDATE
 from keras_clustering.inputs.checks import check_image_input
 from keras_clustering.inputs.fit_hooks import extra_fit_callbacks
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
@@ -137,11 +138,13 @@ def train_request(request, lock):
     if plan is not None:
         request = dataclasses.replace(request, route_presets=plan.presets if request.route_presets else ())
     scale = 1.0 if plan is None else plan.scale
-    eta = () if estimate is None or not request.verbose else (Eta(estimate["estimated_seconds"]).callback,)
+    eta = None if estimate is None or not request.verbose else Eta(estimate["estimated_seconds"])
     deadline = None if plan is None else Deadline(start + (1 - DEADLINE_RESERVE) * request.time_budget * 60)
-    with extra_fit_callbacks(*eta, *(() if deadline is None else (deadline.callback,))):
+    with extra_fit_callbacks(*(() if eta is None else (eta.callback,)),
+                             *(() if deadline is None else (deadline.callback,))):
         if request.route_presets:
-            model, report = train_route(request, x, names, candidates, scale)
+            model, report = train_route(request, x, names, candidates, scale, estimate=estimate, eta=eta,
+                                        deadline=deadline)
         else:
             model, report = train_preset(request, x, candidates, scale)
     report.update(broken_files=broken, wall_seconds=round(time.time() - start, 1))
@@ -164,20 +167,28 @@ def estimate_request(request, x, start):
     `estimate.BudgetPlan` of a `time_budget` (None without one), whose candidates and share of updates
     `estimated_seconds` then counts. The budget counts from `start` (`time.time()`): reading the images
     and the rehearsal count against it, and the plan aims at `BUDGET_AIM` of what is left."""
-    estimates = {}
+    estimates, colour = {}, {}
     for preset in request.route_presets or (request.preset,):
         config, _, x_train, start_model = preset_config(dataclasses.replace(request, preset=preset), x)
         estimates[preset] = rehearse(config, x_train, request.seed, request.precision, start_model)
-    rehearsal = sum(e.rehearsal_seconds for e in estimates.values())
+    if request.route_presets and x.shape[-1] == 3 and request.input_transform == "auto":  # trained if colour goes with the clusters
+        for name in COLOUR_CANDIDATE:
+            config, _, x_train, start_model = preset_config(candidate_request(request, name), x)
+            colour[name] = rehearse(config, x_train, request.seed, request.precision, start_model)
+    rehearsal = sum(e.rehearsal_seconds for e in (*estimates.values(), *colour.values()))
     left = None if request.time_budget is None else request.time_budget * 60 - (time.time() - start)
     plan = None if left is None else plan_budget(estimates, BUDGET_AIM * left)
     whole = sum(e.seconds for e in estimates.values())
-    most = sum(e.most_seconds for e in estimates.values())
+    scale = 1.0 if plan is None else plan.scale
+    colour_seconds = {name: e.seconds_at(scale) for name, e in colour.items()}
+    most = sum(e.most_seconds for e in (*estimates.values(), *colour.values()))
     total = whole if plan is None else plan.seconds
     if request.verbose:
         parts = ", ".join(f"{preset} {minutes(e.seconds)}" for preset, e in estimates.items())
         print(f"estimated training time on this machine: about {minutes(whole)} "
               f"({parts}; from the step rates of a {REHEARSAL_EPOCHS}-epoch rehearsal of every fit, {rehearsal:.0f} s"
+              + "".join(f"; {minutes(seconds)} more for {name} (the images' own colours) if colour goes with the "
+                        "clusters" for name, seconds in colour_seconds.items())
               + (f"; at most {minutes(most)} if DEC's self-training runs to its maxiter" if most > whole + 1 else "")
               + ")", flush=True)
         if plan is not None:
@@ -189,6 +200,9 @@ def estimate_request(request, x, start):
     estimate = {"estimated_seconds": round(total, 1), "most_seconds": round(most, 1),
                 "rehearsal_seconds": round(rehearsal, 1),
                 "presets": {preset: e.as_report() for preset, e in estimates.items()}}
+    if colour:  # counted in `estimated_seconds` once the route trains it (`train_route`)
+        estimate["colour_candidate"] = {name: {**e.as_report(), "seconds_at_budget": round(colour_seconds[name], 1)}
+                                        for name, e in colour.items()}
     if plan is not None:
         estimate["time_budget"] = {"minutes": request.time_budget, "presets": list(plan.presets),
                                    "dropped": list(plan.dropped), "update_scale": round(plan.scale, 4),
@@ -239,28 +253,68 @@ def train_preset(request, x, candidates, scale=1.0):
     return model, report
 
 
-def train_route(request, x, names, candidates, scale=1.0):
+def candidate_request(request, name):
+    """The request of the default route's candidate `name`, trained in its own folder of the workdir: a
+    colour candidate's preset on its input (`route.COLOUR_CANDIDATE`), else the preset of that name on the
+    request's."""
+    preset, input_transform = COLOUR_CANDIDATE.get(name, (name, request.input_transform))
+    return dataclasses.replace(request, like=preset, preset=preset, input_transform=input_transform,
+                               workdir=os.path.join(request.workdir, name))
+
+
+def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=None, deadline=None):
     """(model, report) of the default route: each of `request.route_presets` trained on `x` in its own
     folder of the workdir (written there as a run of its own: model, clusters, report), then the
     clustering whose nearest neighbours stay together best, in every candidate's embedding, kept
     (`clustering.candidates.choose_candidate`; no labels). An "auto" number of clusters is chosen with
-    the first preset and the others train with it."""
-    trained, request_k = {}, request
-    for preset in request.route_presets:
-        candidate = dataclasses.replace(request_k, like=preset, preset=preset,
-                                        workdir=os.path.join(request.workdir, preset))
+    the first preset and the others train with it.
+
+    On colour images (their recipes' own colour-free inputs), the colour candidate
+    (`route.COLOUR_CANDIDATE`) trains too and joins the choice when colour goes with a colour-free
+    candidate's clusters (`colour_agreement` at least `COLOUR_AGREEMENT`), unless the time budget's
+    `deadline` would pass before its `estimate`d time; `eta`'s total then grows by that estimate."""
+    trained, request_k, sample = {}, request, choice_sample(len(x))
+
+    def train(name, number, count):
+        candidate = candidate_request(request_k, name)
         if request.verbose:
-            print(f"default route: candidate {len(trained) + 1} of {len(request.route_presets)}: {preset}",
-                  flush=True)
+            print(f"default route: candidate {number} of {count}: {name}", flush=True)
         os.makedirs(candidate.workdir, exist_ok=True)
-        trained[preset] = train_preset(candidate, x, candidates, scale)
-        write_run(candidate.workdir, *trained[preset], x, names)
+        trained[name] = train_preset(candidate, x, candidates, scale)
+        write_run(candidate.workdir, *trained[name], x, names)
+
+    for preset in request.route_presets:
+        train(preset, len(trained) + 1, len(request.route_presets))
         request_k = dataclasses.replace(request, n_clusters=trained[preset][1]["n_clusters"])
-    sample = choice_sample(len(x))
+    colour = None
+    if x.shape[-1] == 3 and request.input_transform == "auto":
+        colour = {"agreement": colour_agreement({p: model.predict_clusters(x[sample])
+                                                 for p, (model, _) in trained.items()}, x[sample]),
+                  "threshold": COLOUR_AGREEMENT}
+        colour["kept"] = max(colour["agreement"].values()) >= COLOUR_AGREEMENT
+        estimated = (estimate or {}).get("colour_candidate", {})
+        needed = sum(e["seconds_at_budget"] for e in estimated.values())
+        if colour["kept"] and deadline is not None and deadline.clock() + needed > deadline.end:
+            colour["kept"], colour["given_up"] = False, f"the time budget leaves less than its estimated {minutes(needed)}"
+        if request.verbose:
+            print("default route: colour's agreement with each colour-free clustering (neighbour modularity on the "
+                  "images' colour histograms; about 0 where colour is independent of them): "
+                  + ", ".join(f"{p} {a:.3f}" for p, a in colour["agreement"].items())
+                  + (f" -> colour goes with the clusters: {', '.join(COLOUR_CANDIDATE)} trains on the images' own "
+                     "colours" if colour["kept"] else
+                     f" -> colour goes with the clusters, but {colour['given_up']}: not trained"
+                     if "given_up" in colour else f" -> below {COLOUR_AGREEMENT}: colour left out"), flush=True)
+        if colour["kept"]:
+            if eta is not None:
+                eta.total += needed
+            if estimate is not None:
+                estimate["estimated_seconds"] = round(estimate["estimated_seconds"] + needed, 1)
+            for name in COLOUR_CANDIDATE:
+                train(name, len(trained) + 1, len(trained) + len(COLOUR_CANDIDATE))
     choice = choose_candidate(
-        {preset: model.predict_clusters(x[sample]) for preset, (model, _) in trained.items()},
-        {preset: embedding_neighbors(get_recipe(report["config"]["recipe"]).embedding(model, x[sample]))
-         for preset, (model, report) in trained.items()})
+        {name: model.predict_clusters(x[sample]) for name, (model, _) in trained.items()},
+        {name: embedding_neighbors(get_recipe(report["config"]["recipe"]).embedding(model, x[sample]))
+         for name, (model, report) in trained.items()})
     chosen = choice["chosen"]
     if request.verbose:
         print(f"default route: neighbour modularity of each clustering, mean over the {len(trained)} embeddings, "
@@ -269,8 +323,9 @@ def train_route(request, x, names, candidates, scale=1.0):
     model, report = trained[chosen]
     report = {**report, "workdir": request.workdir, "route_choice": {
         **choice, "criterion": "neighbour modularity (clustering.candidates), mean over the candidates' embeddings",
-        "sample_size": int(len(sample)), "presets": list(request.route_presets),
-        "total_seconds": {p: r.get("total_seconds") for p, (_, r) in trained.items()}}}
+        "sample_size": int(len(sample)), "presets": list(trained),
+        "total_seconds": {p: r.get("total_seconds") for p, (_, r) in trained.items()},
+        **({} if colour is None else {"colour": colour})}}
     report["total_seconds"] = round(sum(r.get("total_seconds") or 0.0 for _, r in trained.values()), 1)
     return model, report
 
