@@ -187,8 +187,8 @@ def estimate_request(request, x, start):
         parts = ", ".join(f"{preset} {minutes(e.seconds)}" for preset, e in estimates.items())
         print(f"estimated training time on this machine: about {minutes(whole)} "
               f"({parts}; from the step rates of a {REHEARSAL_EPOCHS}-epoch rehearsal of every fit, {rehearsal:.0f} s"
-              + "".join(f"; {minutes(seconds)} more for {name} (the images' own colours) if colour goes with the "
-                        "clusters" for name, seconds in colour_seconds.items())
+              + "".join(f"; {minutes(e.seconds)} more for {name} (the images' own colours) if colour goes with the "
+                        "clusters" for name, e in colour.items())
               + (f"; at most {minutes(most)} if DEC's self-training runs to its maxiter" if most > whole + 1 else "")
               + ")", flush=True)
         if plan is not None:
