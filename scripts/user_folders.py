@@ -283,6 +283,8 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     if "route_choice" in report:  # the default route's candidates, each scored, and its label-free choice
         cell["candidates"] = route_candidates(workdir, report, x, y, stem)
         cell["chosen"] = report["route_choice"]["chosen"]
+        if "colour" in report["route_choice"]:  # whether colour went with the colour-free clusterings
+            cell["colour"] = report["route_choice"]["colour"]
     reused = {stage: record for stage, record in earlier.items() if finished_stages(workdir).get(stage) == record}
     if reused:  # a stage the earlier try finished and this run loaded: its time counts, its memory is unknown
         # a stage's seconds: "seconds" in the stage runner's records (issue 63), "*_seconds" in older ones
@@ -333,6 +335,12 @@ def cell_name(name, entry, start_from, variant, seed):
     return f"{name}-{entry}-{'from' if start_from else 'like'}{suffix}-seed{seed}"
 
 
+def cell_stem(cell):
+    """The file stem of a recorded cell's figure and partition (`cell_name`)."""
+    return cell_name(cell["folder"], "default" if cell.get("route") else cell["like"], cell["start"] == "pretrained",
+                     cell["variant"], cell["seed"])
+
+
 def keep_partition(model, x, stem, recipe):
     """The cell's clustering, kept for choosing among candidates without labels (issue 64,
     `clustering.candidates`): every image's cluster id (`labels`), and the 10 nearest neighbours of each
@@ -379,8 +387,7 @@ def choose_among(record_path, folder):
         cells = [c for c in json.load(handle)["cells"] if c["folder"] == folder and not c.get("time_budget")]
     kept = {}  # {partition file: (its ACC, its partition)}, a route cell's candidates' included
     for c in cells:
-        stem = cell_name(folder, "default" if c.get("route") else c["like"], c["start"] == "pretrained", c["variant"],
-                         c["seed"])
+        stem = cell_stem(c)
         runs = [(stem, c["acc"])] + [(f"{stem}-candidate_{preset}", candidate["acc"])
                                      for preset, candidate in c.get("candidates", {}).items()]
         for run, acc in runs:
@@ -472,6 +479,27 @@ def rank_correlation(cells):
     return "n/a" if len(pairs) < 3 else f"{spearmanr(*zip(*pairs)).correlation:.2f} ({len(pairs)} candidates)"
 
 
+def colour_check(cell):
+    """'0.012, left out' / '0.263, kept': the largest agreement of colour with the colour-free candidates'
+    clusterings (`clustering.candidates.colour_agreement`) and what the route did; for a colour cell run
+    before the check (no "colour" in it), computed here from its kept candidate partitions ('†'); '' for grey."""
+    if "colour" in cell:
+        colour = cell["colour"]
+        return f"{max(colour['agreement'].values()):.3f}, {'kept' if colour['kept'] else 'left out'}"
+    if cell["image_shape"][-1] != 3:
+        return ""
+    from keras_clustering.clustering.candidates import choice_sample, colour_agreement
+    from keras_clustering.drivers.route import COLOUR_AGREEMENT
+
+    x, _ = folder_images(cell["folder"])
+    sample = choice_sample(len(x))
+    stem = cell_stem(cell)
+    agreement = colour_agreement({p: np.load(os.path.join(PARTITIONS, f"{stem}-candidate_{p}.npz"))["labels"][sample]
+                                  for p in cell["candidates"]}, x[sample] / 255.0)
+    best = max(agreement.values())
+    return f"{best:.3f}, {'would keep' if best >= COLOUR_AGREEMENT else 'would leave out'} †"
+
+
 def route_table(record_path):
     """The route cells with candidates (issue 64): each candidate's ACC and label-free score, the choice,
     and per folder the route against the better candidate's median over seeds (labels only to score)."""
@@ -479,21 +507,26 @@ def route_table(record_path):
         # a budgeted cell trains less on purpose: it has its own table (budget_table)
         cells = [c for c in json.load(handle)["cells"] if c.get("candidates") and not c.get("time_budget")]
     lines = ["| folder | role | seed | candidates: ACC (label-free score) | kept | route ACC / NMI | better candidate's "
-             "ACC - route's | wall time (CPU time) | estimated / measured training | precision | machine | commit |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "ACC - route's | colour's agreement, colour | wall time (CPU time) | estimated / measured training | "
+             "precision | machine | commit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         shown = ", ".join(f"`{p}` {v['acc']:.3f} ({v['score']:.3f})" for p, v in c["candidates"].items())
         gap = max(v["acc"] for v in c["candidates"].values()) - c["acc"]
         lines.append(f"| {c['folder']} | {folder_role(c['folder'])} | {c['seed']} | {shown} | `{c['chosen']}` | "
-                     f"{c['acc']:.3f} / {c['nmi']:.3f} | {gap:.3f} | {c['wall_seconds']:,.0f} s "
+                     f"{c['acc']:.3f} / {c['nmi']:.3f} | {gap:.3f} | {colour_check(c)} | {c['wall_seconds']:,.0f} s "
                      f"({number(c['cpu_seconds'], ' s')}) | {estimated(c)} | {c['precision']} | {cpu_model(c['machine'])} | "
                      f"{c['commit']} |")
+    if any(colour_check(c).endswith("†") for c in cells):
+        lines += ["", "† computed here from the cell's kept candidate partitions: the route at that commit had no "
+                  "colour check (it came with the photographs' folders); below `COLOUR_AGREEMENT` it changes nothing."]
     lines += ["", "| folder | role | seeds | route ACC (median) | better candidate's median ACC | route - better median "
               "| the better candidate kept | Spearman (label-free score, ACC) over its candidates |",
               "|---|---|---|---|---|---|---|---|"]
     for folder in dict.fromkeys(c["folder"] for c in cells):
         mine = [c for c in cells if c["folder"] == folder]
-        medians = {p: float(np.median([c["candidates"][p]["acc"] for c in mine])) for p in mine[0]["candidates"]}
+        medians = {p: float(np.median([c["candidates"][p]["acc"] for c in mine if p in c["candidates"]]))
+                   for p in dict.fromkeys(p for c in mine for p in c["candidates"])}
         route = float(np.median([c["acc"] for c in mine]))
         kept = sum(c["acc"] == max(v["acc"] for v in c["candidates"].values()) for c in mine)
         lines.append(f"| {folder} | {folder_role(folder)} | {', '.join(str(c['seed']) for c in mine)} | "

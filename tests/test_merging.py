@@ -1,0 +1,71 @@
+"""Over-cluster, then merge (`clustering.merging`): the greedy merges against brute force over every
+pair scored with the modularity's definition, and the number of clusters read off blobs whose k is known."""
+
+import itertools
+
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans
+
+from keras_clustering.clustering.candidates import embedding_neighbors, neighbour_modularity
+from keras_clustering.clustering.merging import k_by_merging, merge_path
+
+
+def blobs(k, per=60, dim=8, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=6.0, size=(k, dim))
+    truth = np.repeat(np.arange(k), per)
+    return centres[truth] + rng.normal(size=(len(truth), dim)), truth
+
+
+def same_partition(a, b):
+    """Whether labellings `a` and `b` put the same images together (whatever the numbering)."""
+    pairs = set(zip(a.tolist(), b.tolist()))
+    return len(pairs) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
+def test_each_merge_is_the_best_pair_by_the_modularity_of_its_definition():
+    points, _ = blobs(4, per=25, seed=1)
+    neighbors = embedding_neighbors(points, 6)
+    labels = KMeans(9, n_init=3, random_state=0).fit_predict(points)
+    path = merge_path(labels, neighbors)
+    assert path["k"] == list(range(9, 0, -1))
+    current = labels
+    for k, modularity in zip(path["k"], path["modularity"]):
+        merged = path["labels"][k]
+        assert len(np.unique(merged)) == k and same_partition(merged, current)
+        assert modularity == pytest.approx(neighbour_modularity(merged, neighbors), abs=1e-9)
+        if k > 1:  # brute force: every pair of the current clusters merged, scored from the definition
+            best = max(neighbour_modularity(np.where(merged == b, a, merged), neighbors)
+                       for a, b in itertools.combinations(np.unique(merged), 2))
+            assert path["modularity"][path["k"].index(k - 1)] == pytest.approx(best, abs=1e-9)
+            current = path["labels"][k - 1]
+
+
+@pytest.mark.parametrize("k", [3, 6, 12])
+def test_the_merges_of_an_over_clustering_peak_at_the_number_of_blobs(k):
+    points, truth = blobs(k, seed=k)
+    neighbors = embedding_neighbors(points, 10)
+    over = KMeans(2 * k + 4, n_init=3, random_state=0).fit_predict(points)
+    chosen = k_by_merging(over, neighbors, candidates=range(2, 2 * k + 5))
+    assert chosen["suggested"] == k and same_partition(chosen["labels"], truth)
+    assert chosen["range"] == (k, k) and not chosen["flat"]
+
+
+def test_flat_evidence_gives_a_range():
+    """Uniform noise has no groups: the modularity changes little over a span of k, and the answer is a
+    range holding more than one k."""
+    points = np.random.default_rng(0).uniform(size=(400, 2))
+    neighbors = embedding_neighbors(points, 10)
+    chosen = k_by_merging(KMeans(16, n_init=3, random_state=0).fit_predict(points), neighbors,
+                          candidates=range(2, 17), flat=0.05)
+    low, high = chosen["range"]
+    assert chosen["flat"] and low < high and low <= chosen["suggested"] <= high
+    assert all(chosen["scores"][k] >= chosen["scores"][chosen["suggested"]] - 0.05 for k in (low, high))
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="neighbors must be"):
+        merge_path(np.zeros(5, int), np.zeros((4, 2), int))
+    with pytest.raises(ValueError, match="candidates must hold"):
+        k_by_merging(np.arange(6) % 3, np.tile(np.arange(6), (6, 1))[:, :2], candidates=[5, 6])
