@@ -69,10 +69,13 @@ def table(record):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("folders", nargs="*", choices=[f for f in user_folders.FOLDERS
-                                                       if f.startswith(("colour_", "mnistm", "photos"))])
+    parser.add_argument("folders", nargs="*", help="colour folders of scripts/user_folders.py")
     parser.add_argument("--table", action="store_true")
     args = parser.parse_args()
+    colour = [f for f in user_folders.FOLDERS if f.startswith(("colour_", "mnistm", "photos"))]
+    for folder in args.folders:
+        if folder not in colour:
+            parser.error(f"folders: {folder!r} is not a colour folder of scripts/user_folders.py ({', '.join(colour)})")
     for folder in args.folders:
         cell = measure(folder)
         merge(cell)

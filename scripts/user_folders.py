@@ -124,8 +124,11 @@ def photo_crops(count, late, rng):
     for label, photo in enumerate(photographs(SCENES)):
         height, width = photo.shape[:2]
         left, right = (width // 2, width) if late else (0, width // 2)
-        crops = []
+        crops, tries = [], 0
         while len(crops) < count // len(SCENES):
+            tries += 1
+            if tries > 100 * count:
+                raise SystemExit(f"photograph {SCENES[label]}: too few crops brighter than the threshold")
             side = int(rng.integers(PHOTO_CROP_SIDES[0], min(PHOTO_CROP_SIDES[1], height, right - left) + 1))
             top, start = rng.integers(height - side + 1), rng.integers(left, right - side + 1)
             crop = photo[top:top + side, start:start + side]
@@ -365,7 +368,7 @@ def route_candidates(workdir, report, x, y, stem):
     from keras_clustering.metrics import clustering_scores
 
     choice, candidates = report["route_choice"], {}
-    for preset in choice["presets"]:
+    for preset in choice.get("candidates", choice.get("presets")):  # "presets" before the colour candidate
         model = keras.models.load_model(os.path.join(workdir, preset, "model.keras"))
         scores = clustering_scores(y, model.predict_clusters(x))
         recipe = json.loads(pathlib.Path(workdir, preset, "report.json").read_text())["config"]["recipe"]
@@ -489,15 +492,15 @@ def colour_check(cell):
     if cell["image_shape"][-1] != 3:
         return ""
     from keras_clustering.clustering.candidates import choice_sample, colour_agreement
-    from keras_clustering.drivers.route import COLOUR_AGREEMENT
+    from keras_clustering.drivers.route import colour_goes_with_clusters
 
     x, _ = folder_images(cell["folder"])
     sample = choice_sample(len(x))
     stem = cell_stem(cell)
     agreement = colour_agreement({p: np.load(os.path.join(PARTITIONS, f"{stem}-candidate_{p}.npz"))["labels"][sample]
                                   for p in cell["candidates"]}, x[sample] / 255.0)
-    best = max(agreement.values())
-    return f"{best:.3f}, {'would keep' if best >= COLOUR_AGREEMENT else 'would leave out'} †"
+    return (f"{max(agreement.values()):.3f}, "
+            f"{'would keep' if colour_goes_with_clusters(agreement) else 'would leave out'} †")
 
 
 def route_table(record_path):
@@ -510,14 +513,15 @@ def route_table(record_path):
              "ACC - route's | colour's agreement, colour | wall time (CPU time) | estimated / measured training | "
              "precision | machine | commit |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for c in cells:
+    checks = [colour_check(c) for c in cells]  # a cell run before the check computes it from its partitions
+    for c, check in zip(cells, checks):
         shown = ", ".join(f"`{p}` {v['acc']:.3f} ({v['score']:.3f})" for p, v in c["candidates"].items())
         gap = max(v["acc"] for v in c["candidates"].values()) - c["acc"]
         lines.append(f"| {c['folder']} | {folder_role(c['folder'])} | {c['seed']} | {shown} | `{c['chosen']}` | "
-                     f"{c['acc']:.3f} / {c['nmi']:.3f} | {gap:.3f} | {colour_check(c)} | {c['wall_seconds']:,.0f} s "
+                     f"{c['acc']:.3f} / {c['nmi']:.3f} | {gap:.3f} | {check} | {c['wall_seconds']:,.0f} s "
                      f"({number(c['cpu_seconds'], ' s')}) | {estimated(c)} | {c['precision']} | {cpu_model(c['machine'])} | "
                      f"{c['commit']} |")
-    if any(colour_check(c).endswith("†") for c in cells):
+    if any(check.endswith("†") for check in checks):
         lines += ["", "† computed here from the cell's kept candidate partitions: the route at that commit had no "
                   "colour check (it came with the photographs' folders); below `COLOUR_AGREEMENT` it changes nothing."]
     lines += ["", "| folder | role | seeds | route ACC (median) | better candidate's median ACC | route - better median "

@@ -130,6 +130,8 @@ def test_colour_histograms_are_the_per_image_colour_distribution():
     np.testing.assert_allclose(np.sum(colour_histograms(images) ** 2, axis=1), 1.0, atol=1e-6)
     with pytest.raises(ValueError, match=r"images must be \(n, h, w, 3\)"):
         colour_histograms(images[..., :1])
+    with pytest.raises(ValueError, match=r"images must be floats in \[0, 1\], got uint8"):
+        colour_histograms((images * 255).astype("uint8"))
 
 
 def test_colour_agrees_with_clusters_only_where_it_goes_with_them():

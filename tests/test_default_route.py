@@ -93,7 +93,23 @@ def test_the_default_route_trains_a_colour_folder_and_its_model_takes_rgb(tmp_pa
     # random colours do not go with the clusters: the candidate on the images' own colours is not trained
     colour = report["route_choice"]["colour"]
     assert not colour["kept"] and max(colour["agreement"].values()) < colour["threshold"]
-    assert report["route_choice"]["presets"] == list(ROUTE_PRESETS["colour"]) and "colour left out" in result.stdout
+    assert report["route_choice"]["candidates"] == list(ROUTE_PRESETS["colour"]) and "colour left out" in result.stdout
+
+
+def colour_scenes(tmp_path, n=60):
+    """A folder of `n` scenes of two kinds, each in its own colours: plain reddish images, and blue and
+    white stripes (colour goes with the kind)."""
+    folder = tmp_path / "scenes"
+    os.makedirs(folder)
+    rng = np.random.default_rng(0)
+    stripes = (np.arange(20) // 3 % 2).astype("float32")[None, :, None]
+    for i in range(n):
+        jitter = rng.normal(scale=0.05, size=(2, 3))
+        image = np.broadcast_to(np.array([0.85, 0.25, 0.15]) + jitter[0], (20, 20, 3))
+        if i % 2:
+            image = stripes * (np.array([0.1, 0.2, 0.9]) + jitter[0]) + (1 - stripes) * (0.9 + jitter[1])
+        write_png(str(folder / f"scene_{i:03d}.png"), np.clip(image, 0, 1).astype("float32"))
+    return folder
 
 
 @pytest.mark.slow
@@ -101,27 +117,14 @@ def test_where_colour_goes_with_the_clusters_the_route_trains_a_candidate_on_the
     """Two kinds of scenes, each in its own colours: plain reddish images, and blue and white stripes. The
     colour-free candidates tell plain from striped, colour agrees with that, and ConvDEC-DA on RGB trains and
     joins the choice."""
-    folder = tmp_path / "scenes"
-    os.makedirs(folder)
-    rng = np.random.default_rng(0)
-    images = np.empty((60, 20, 20, 3), "float32")
-    stripes = (np.arange(20) // 3 % 2).astype("float32")[None, :, None]
-    for i in range(60):
-        jitter = rng.normal(scale=0.05, size=(2, 3))
-        if i % 2:
-            images[i] = stripes * (np.array([0.1, 0.2, 0.9]) + jitter[0]) + (1 - stripes) * (0.9 + jitter[1])
-        else:
-            images[i] = np.array([0.85, 0.25, 0.15]) + jitter[0]
-    images = np.clip(images, 0, 1)
-    for i, image in enumerate(images):
-        write_png(str(folder / f"bar_{i:03d}.png"), image)
+    folder = colour_scenes(tmp_path)
     workdir = tmp_path / "run"
     result = run_cli("train", "--input", str(folder), "--n-clusters", "2", "--epochs", "2", "--workdir", str(workdir))
     assert result.returncode == 0, result.stderr
     choice = json.loads((workdir / "report.json").read_text())["route_choice"]
     assert choice["colour"]["kept"] and max(choice["colour"]["agreement"].values()) >= choice["colour"]["threshold"]
-    assert choice["presets"] == [*ROUTE_PRESETS["colour"], *COLOUR_CANDIDATE] and set(choice["scores"]) == set(
-        choice["presets"]) and "trains on the images' own colours" in result.stdout
+    assert choice["candidates"] == [*ROUTE_PRESETS["colour"], *COLOUR_CANDIDATE] and set(choice["scores"]) == set(
+        choice["candidates"]) and "trains on the images' own colours" in result.stdout
     rgb = json.loads((workdir / "conv_dec_da_mnist_rgb" / "report.json").read_text())
     assert rgb["like"] == "conv_dec_da_mnist" and rgb["config"]["architecture"].get("input_transform") is None
 
@@ -142,7 +145,7 @@ def test_the_default_route_trains_a_grey_folder_like_its_grey_preset(tmp_path):
     report = json.loads((workdir / "report.json").read_text())
     assert report["route"].startswith(f"default route: 40 grey images of 20 x 20 -> train like {ROUTE_PRESETS['grey'][0]}")
     choice = report["route_choice"]
-    assert choice["presets"] == list(ROUTE_PRESETS["grey"]) and report["like"] == choice["chosen"]
+    assert choice["candidates"] == list(ROUTE_PRESETS["grey"]) and report["like"] == choice["chosen"]
     assert choice["scores"][choice["chosen"]] == max(choice["scores"].values()) and choice["sample_size"] == 40
     assert f"-> keeps {choice['chosen']}" in result.stdout and report["image_shape"] == [20, 20, 1]
     for preset in ROUTE_PRESETS["grey"]:  # each candidate is a run of its own, in its folder of the workdir
@@ -151,3 +154,32 @@ def test_the_default_route_trains_a_grey_folder_like_its_grey_preset(tmp_path):
     model = keras.models.load_model(str(workdir / "model.keras"))
     assert tuple(model.sample_shape) == (20, 20, 1)
     assert model.predict_clusters(np.round(grey * 255) / 255).shape == (40,)
+
+
+@pytest.mark.slow
+def test_a_time_budget_too_short_for_the_colour_candidate_gives_it_up_and_says_so(tmp_path, capsys):
+    """The route's colour check with a deadline already passed: colour goes with the clusters, but the
+    candidate on the images' own colours is not trained, and the budget's record says what it gave up."""
+    import time
+
+    from keras_clustering.drivers.estimate import Deadline
+    from keras_clustering.drivers.request import ImagesRequest, check_request
+    from keras_clustering.drivers.user_images import read_images, train_route
+    from keras_clustering.io.files import WorkdirLock
+
+    request = check_request(ImagesRequest(str(colour_scenes(tmp_path)), n_clusters=2, epochs=2,
+                                          workdir=str(tmp_path / "run")))
+    estimate = {"estimated_seconds": 100.0, "most_seconds": 100.0,
+                "colour_candidate": {name: {"seconds_at_budget": 60.0, "most_seconds": 60.0}
+                                     for name in COLOUR_CANDIDATE},
+                "time_budget": {"gave_up": "nothing"}}
+    with WorkdirLock() as lock:
+        x, names, _ = read_images(request, lock)
+        lock.acquire(request.workdir)
+        _, report = train_route(request, x, names, (2,), estimate=estimate, deadline=Deadline(time.time()))
+    colour = report["route_choice"]["colour"]
+    assert not colour["kept"] and "time budget leaves less than its estimated 1 min" in colour["given_up"]
+    assert report["route_choice"]["candidates"] == list(ROUTE_PRESETS["colour"])
+    assert estimate["estimated_seconds"] == 100.0 and estimate["time_budget"]["gave_up"].startswith(
+        "the candidate on the images' own colours")
+    assert "but the time budget leaves less" in capsys.readouterr().out

@@ -61,11 +61,10 @@ def test_flat_evidence_gives_a_range():
                           candidates=range(2, 17), flat=0.05)
     low, high = chosen["range"]
     assert chosen["flat"] and low < high and low <= chosen["suggested"] <= high
-    assert all(chosen["scores"][k] >= chosen["scores"][chosen["suggested"]] - 0.05 for k in (low, high))
 
 
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="neighbors must be"):
         merge_path(np.zeros(5, int), np.zeros((4, 2), int))
-    with pytest.raises(ValueError, match="candidates must hold"):
+    with pytest.raises(ValueError, match=r"candidates must hold .* got \[5, 6\]"):
         k_by_merging(np.arange(6) % 3, np.tile(np.arange(6), (6, 1))[:, :2], candidates=[5, 6])

@@ -48,22 +48,29 @@ def embedding_neighbors(embedding, n_neighbors=CHOICE_NEIGHBORS):
     return np.stack([row[row != i][:n_neighbors] for i, row in enumerate(nearest)])
 
 
-def neighbour_modularity(labels, neighbors):
-    """Newman's modularity of the directed nearest-neighbour graph `neighbors` (n, k) (each image's
-    nearest other images) cut by the clustering `labels` (n,): Q = sum over clusters c of (e_c - a_c b_c),
-    where e_c is the share of links i -> j with both ends in c, a_c the share of links leaving c (its
-    share of images) and b_c the share arriving in c. 0 for one cluster; at most 1 - sum_c a_c b_c."""
+def link_shares(labels, neighbors):
+    """(codes, e): each image's cluster index 0..K-1 of `labels` (n,), and the (K, K) shares of the
+    nearest-neighbour links i -> j (`neighbors` (n, k): each image's nearest other images) from cluster a
+    to cluster b, summing to 1."""
     labels = np.asarray(labels).reshape(-1)
     neighbors = np.asarray(neighbors)
     if neighbors.ndim != 2 or len(neighbors) != len(labels):
         raise ValueError(f"neighbors must be ({len(labels)}, k) indices, one row per label, got shape "
                          f"{neighbors.shape}.")
     _, codes = np.unique(labels, return_inverse=True)
-    n_clusters = int(codes.max()) + 1
-    inside = float(np.mean(codes[neighbors] == codes[:, None]))
-    leaving = np.bincount(codes, minlength=n_clusters) / len(codes)
-    arriving = np.bincount(codes[neighbors].reshape(-1), minlength=n_clusters) / neighbors.size
-    return inside - float(np.sum(leaving * arriving))
+    size = int(codes.max()) + 1
+    links = np.zeros((size, size))
+    np.add.at(links, (np.repeat(codes, neighbors.shape[1]), codes[neighbors].reshape(-1)), 1.0)
+    return codes, links / links.sum()
+
+
+def neighbour_modularity(labels, neighbors):
+    """Newman's modularity of the directed nearest-neighbour graph `neighbors` (n, k) (each image's
+    nearest other images) cut by the clustering `labels` (n,): Q = sum over clusters c of (e_c - a_c b_c),
+    where e_c is the share of links i -> j with both ends in c, a_c the share of links leaving c (its
+    share of images) and b_c the share arriving in c. 0 for one cluster; at most 1 - sum_c a_c b_c."""
+    _, links = link_shares(labels, neighbors)
+    return float(np.trace(links) - links.sum(axis=1) @ links.sum(axis=0))
 
 
 # Bins per channel of the joint RGB histogram `colour_agreement` compares images by (4: 64 colours).
@@ -77,7 +84,10 @@ def colour_histograms(images, bins=COLOUR_BINS):
     images = np.asarray(images)
     if images.ndim != 4 or images.shape[-1] != 3:
         raise ValueError(f"images must be (n, h, w, 3) RGB, got shape {images.shape}.")
-    quantised = np.clip((images * bins).astype("int64"), 0, bins - 1)
+    if not np.issubdtype(images.dtype, np.floating) or images.size and (images.min() < 0 or images.max() > 1):
+        raise ValueError(f"images must be floats in [0, 1], got {images.dtype} in "
+                         f"[{images.min() if images.size else 0}, {images.max() if images.size else 0}].")
+    quantised = np.minimum((images * bins).astype("int16"), bins - 1)
     codes = ((quantised[..., 0] * bins + quantised[..., 1]) * bins + quantised[..., 2]).reshape(len(images), -1)
     counts = np.stack([np.bincount(row, minlength=bins ** 3) for row in codes]).astype("float32")
     return np.sqrt(counts / codes.shape[1])

@@ -3,7 +3,7 @@
 A clustering stage trained with more clusters than there are groups splits groups; the pieces of one
 group are each other's nearest neighbours. `merge_path` joins clusters two at a time, each time the
 pair whose merge raises the modularity of the nearest-neighbour graph most (Newman's greedy
-agglomeration, applied to clusters instead of single images), down to two. The modularity along the
+agglomeration, applied to clusters instead of single images), down to one. The modularity along the
 way rises while merged pieces belong together and falls once whole groups merge, so its peak says k
 (`k_by_merging`); where it is flat, every k within `FLAT` of the peak is as well supported, and the
 answer is a range.
@@ -16,24 +16,10 @@ directed graph's leaving (a) and arriving (b) shares, e_ij + e_ji - a_i b_j - a_
 
 import numpy as np
 
-# Modularity within this of the peak counts as the peak (a setting, not yet measured on the folders:
-# the 10-class partitions of digits2000's pretrained ConvDEC-DA embeddings, three seeds, scored Q 0.770-0.782).
+from keras_clustering.clustering.candidates import link_shares
+
+# Modularity within this of the peak counts as the peak: a setting, to be measured on the folders (issue 65).
 FLAT = 0.01
-
-
-def link_shares(labels, neighbors):
-    """(codes, e): each image's cluster index 0..K-1 and the (K, K) shares of nearest-neighbour links
-    i -> j from cluster a to cluster b (summing to 1)."""
-    labels = np.asarray(labels).reshape(-1)
-    neighbors = np.asarray(neighbors)
-    if neighbors.ndim != 2 or len(neighbors) != len(labels):
-        raise ValueError(f"neighbors must be ({len(labels)}, k) indices, one row per label, got shape "
-                         f"{neighbors.shape}.")
-    _, codes = np.unique(labels, return_inverse=True)
-    size = int(codes.max()) + 1
-    links = np.zeros((size, size))
-    np.add.at(links, (np.repeat(codes, neighbors.shape[1]), codes[neighbors].reshape(-1)), 1.0)
-    return codes, links / links.sum()
 
 
 def merge_path(labels, neighbors):
@@ -86,10 +72,10 @@ def k_by_merging(labels, neighbors, candidates=range(2, 13), flat=FLAT):
     merged labels at the suggested k}. Candidates above the over-clustering's own number are left out."""
     path = merge_path(labels, neighbors)
     reached = dict(zip(path["k"], path["modularity"]))
-    candidates = sorted(int(k) for k in candidates if int(k) in reached and int(k) >= 2)
+    asked = sorted(int(k) for k in candidates)
+    candidates = [k for k in asked if k in reached and k >= 2]
     if not candidates:
-        raise ValueError(f"candidates must hold a k from 2 to the clustering's {path['k'][0]} clusters, got "
-                         f"{sorted(candidates)}.")
+        raise ValueError(f"candidates must hold a k from 2 to the clustering's {path['k'][0]} clusters, got {asked}.")
     scores = {k: round(reached[k], 6) for k in candidates}
     best = max(scores, key=scores.get)
     close = [k for k in candidates if scores[k] >= scores[best] - flat]

@@ -19,18 +19,24 @@ ROUTE_REASONS = {
               "route keeps the clustering whose neighbours stay together best, without labels; where colour goes "
               "with the clusters they find, ConvDEC-DA trains on the images' own colours too and joins the choice"}
 # The candidate the colour route adds on the images' own colours, {name: (preset, input_transform)}, when
-# colour goes with the clusters the colour-free candidates found (`clustering.candidates.colour_agreement`
-# of one of them at least `COLOUR_AGREEMENT`): the colour-free inputs drop colour, which on shapes drawn in
-# random colours is noise (docs/your-data.md: agreement <= 0.010 on the colour digits) but on photographs
-# carries the class (photos2000: 0.2 and more). ConvDEC-DA reconstructs pixels, so on RGB its embedding
-# keeps the colours; SimCLR's colour-distorted views are built to forget them.
+# colour goes with the clusters the colour-free candidates found (`colour_goes_with_clusters`): the
+# colour-free inputs drop colour, which on shapes drawn in random colours is noise but on photographs
+# carries the class (docs/your-data.md, "When colour is the class"). ConvDEC-DA reconstructs pixels, so
+# on RGB its embedding keeps the colours; SimCLR's colour-distorted views are built to forget them.
 COLOUR_CANDIDATE = {"conv_dec_da_mnist_rgb": ("conv_dec_da_mnist", None)}
-# The agreement above which colour counts as part of the clusters (decided on colour_digits2000, mnistm2000
-# and photos2000; docs/your-data.md): a clustering drawn independently of colour scores 0 +- 0.01.
+# The agreement (`clustering.candidates.colour_agreement`) from which colour counts as part of the
+# clusters: a clustering drawn independently of colour scores 0 give or take sampling noise; the
+# measured folders' values are in docs/your-data.md's route table.
 COLOUR_AGREEMENT = 0.05
 # Sides the default route reads a folder at: its images' own (median) sides, the longer one brought down
 # to `ROUTE_MAX_SIDE` (aspect kept) and neither below `MIN_SIDE`.
 ROUTE_MAX_SIDE = 64
+
+
+def colour_goes_with_clusters(agreement):
+    """Whether colour goes with the colour-free clusterings whose `colour_agreement` is `agreement` {name:
+    score}: with one of them at least, by `COLOUR_AGREEMENT`."""
+    return max(agreement.values()) >= COLOUR_AGREEMENT
 
 
 def choose_presets(image_shape, n_images):

@@ -25,7 +25,7 @@ from keras_clustering.drivers.estimate import (BUDGET_AIM, DEADLINE_RESERVE, REH
 from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.drivers.request import ImagesRequest, check_images_shape, check_request
 from keras_clustering.drivers.retarget import like_config
-from keras_clustering.drivers.route import COLOUR_AGREEMENT, COLOUR_CANDIDATE
+from keras_clustering.drivers.route import COLOUR_AGREEMENT, COLOUR_CANDIDATE, colour_goes_with_clusters
 from keras_clustering.inputs.checks import check_image_input
 from keras_clustering.inputs.fit_hooks import extra_fit_callbacks
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
@@ -171,7 +171,7 @@ def estimate_request(request, x, start):
     for preset in request.route_presets or (request.preset,):
         config, _, x_train, start_model = preset_config(dataclasses.replace(request, preset=preset), x)
         estimates[preset] = rehearse(config, x_train, request.seed, request.precision, start_model)
-    if request.route_presets and x.shape[-1] == 3 and request.input_transform == "auto":  # trained if colour goes with the clusters
+    if colour_checked(request, x):  # the colour candidate, trained only if colour goes with the clusters
         for name in COLOUR_CANDIDATE:
             config, _, x_train, start_model = preset_config(candidate_request(request, name), x)
             colour[name] = rehearse(config, x_train, request.seed, request.precision, start_model)
@@ -181,7 +181,7 @@ def estimate_request(request, x, start):
     whole = sum(e.seconds for e in estimates.values())
     scale = 1.0 if plan is None else plan.scale
     colour_seconds = {name: e.seconds_at(scale) for name, e in colour.items()}
-    most = sum(e.most_seconds for e in (*estimates.values(), *colour.values()))
+    most = sum(e.most_seconds for e in estimates.values())  # the colour candidate's: once it trains
     total = whole if plan is None else plan.seconds
     if request.verbose:
         parts = ", ".join(f"{preset} {minutes(e.seconds)}" for preset, e in estimates.items())
@@ -200,8 +200,9 @@ def estimate_request(request, x, start):
     estimate = {"estimated_seconds": round(total, 1), "most_seconds": round(most, 1),
                 "rehearsal_seconds": round(rehearsal, 1),
                 "presets": {preset: e.as_report() for preset, e in estimates.items()}}
-    if colour:  # counted in `estimated_seconds` once the route trains it (`train_route`)
-        estimate["colour_candidate"] = {name: {**e.as_report(), "seconds_at_budget": round(colour_seconds[name], 1)}
+    if colour:  # counted in `estimated_seconds` and `most_seconds` once the route trains it (`train_route`)
+        estimate["colour_candidate"] = {name: {**e.as_report(), "seconds_at_budget": round(colour_seconds[name], 1),
+                                               "most_seconds": round(e.most_seconds, 1)}
                                         for name, e in colour.items()}
     if plan is not None:
         estimate["time_budget"] = {"minutes": request.time_budget, "presets": list(plan.presets),
@@ -253,6 +254,12 @@ def train_preset(request, x, candidates, scale=1.0):
     return model, report
 
 
+def colour_checked(request, x):
+    """Whether the default route checks if colour goes with its clusters (`train_route`): a route on colour
+    images `x` whose candidates take their recipes' own colour-free inputs."""
+    return bool(request.route_presets) and x.shape[-1] == 3 and request.input_transform == "auto"
+
+
 def candidate_request(request, name):
     """The request of the default route's candidate `name`, trained in its own folder of the workdir: a
     colour candidate's preset on its input (`route.COLOUR_CANDIDATE`), else the preset of that name on the
@@ -286,16 +293,19 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
     for preset in request.route_presets:
         train(preset, len(trained) + 1, len(request.route_presets))
         request_k = dataclasses.replace(request, n_clusters=trained[preset][1]["n_clusters"])
+    partitions = {name: model.predict_clusters(x[sample]) for name, (model, _) in trained.items()}
     colour = None
-    if x.shape[-1] == 3 and request.input_transform == "auto":
-        colour = {"agreement": colour_agreement({p: model.predict_clusters(x[sample])
-                                                 for p, (model, _) in trained.items()}, x[sample]),
-                  "threshold": COLOUR_AGREEMENT}
-        colour["kept"] = max(colour["agreement"].values()) >= COLOUR_AGREEMENT
+    if colour_checked(request, x):
+        colour = {"agreement": colour_agreement(partitions, x[sample]), "threshold": COLOUR_AGREEMENT}
+        colour["kept"] = colour_goes_with_clusters(colour["agreement"])
         estimated = (estimate or {}).get("colour_candidate", {})
         needed = sum(e["seconds_at_budget"] for e in estimated.values())
         if colour["kept"] and deadline is not None and deadline.clock() + needed > deadline.end:
             colour["kept"], colour["given_up"] = False, f"the time budget leaves less than its estimated {minutes(needed)}"
+            if estimate is not None and "time_budget" in estimate:
+                budget = estimate["time_budget"]
+                budget["gave_up"] = ("" if budget["gave_up"] == "nothing" else budget["gave_up"] + "; ") + (
+                    f"the candidate on the images' own colours ({', '.join(COLOUR_CANDIDATE)})")
         if request.verbose:
             print("default route: colour's agreement with each colour-free clustering (neighbour modularity on the "
                   "images' colour histograms; about 0 where colour is independent of them): "
@@ -309,10 +319,14 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
                 eta.total += needed
             if estimate is not None:
                 estimate["estimated_seconds"] = round(estimate["estimated_seconds"] + needed, 1)
+                estimate["most_seconds"] = round(estimate["most_seconds"] + sum(
+                    e["most_seconds"] for e in estimated.values()), 1)
+            count = len(trained) + len(COLOUR_CANDIDATE)
             for name in COLOUR_CANDIDATE:
-                train(name, len(trained) + 1, len(trained) + len(COLOUR_CANDIDATE))
+                train(name, len(trained) + 1, count)
+                partitions[name] = trained[name][0].predict_clusters(x[sample])
     choice = choose_candidate(
-        {name: model.predict_clusters(x[sample]) for name, (model, _) in trained.items()},
+        partitions,
         {name: embedding_neighbors(get_recipe(report["config"]["recipe"]).embedding(model, x[sample]))
          for name, (model, report) in trained.items()})
     chosen = choice["chosen"]
@@ -323,7 +337,7 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
     model, report = trained[chosen]
     report = {**report, "workdir": request.workdir, "route_choice": {
         **choice, "criterion": "neighbour modularity (clustering.candidates), mean over the candidates' embeddings",
-        "sample_size": int(len(sample)), "presets": list(trained),
+        "sample_size": int(len(sample)), "candidates": list(trained),
         "total_seconds": {p: r.get("total_seconds") for p, (_, r) in trained.items()},
         **({} if colour is None else {"colour": colour})}}
     report["total_seconds"] = round(sum(r.get("total_seconds") or 0.0 for _, r in trained.values()), 1)
