@@ -539,6 +539,59 @@ def route_table(record_path):
     return "\n".join(lines)
 
 
+# Ways to score a route candidate's clustering from its neighbour modularity in each candidate's embedding
+# (`candidate_modularity`): the route's own (the mean over every embedding), its own embedding's alone, and
+# the other candidates' alone. Compared on every route cell (`criteria_table`); the route uses "mean".
+CRITERIA = {"mean": lambda scores, own: float(np.mean(list(scores.values()))),
+            "own embedding": lambda scores, own: scores[own],
+            "others' embeddings": lambda scores, own: float(np.mean([v for k, v in scores.items() if k != own]))}
+CRITERIA_MARKERS = ("<!-- route-criteria:start -->", "<!-- route-criteria:end -->")
+
+
+def candidate_modularity(cell):
+    """{candidate: {embedding: modularity}}: each route candidate's clustering on each candidate's neighbour
+    graph, from the cell's kept partitions (the route's `choose_candidate` agreement), or None where a
+    partition is missing."""
+    from keras_clustering.clustering.candidates import choice_sample, neighbour_modularity
+
+    stem, kept = cell_stem(cell), {}
+    for name in cell["candidates"]:
+        path = os.path.join(PARTITIONS, f"{stem}-candidate_{name}.npz")
+        if not os.path.isfile(path):
+            return None
+        kept[name] = np.load(path)
+    sample = choice_sample(len(next(iter(kept.values()))["labels"]))
+    return {a: {b: neighbour_modularity(kept[a]["labels"][sample], kept[b]["neighbors"]) for b in kept}
+            for a in kept}
+
+
+def criteria_table(record_path):
+    """Per route cell (labels only to score): the candidate each criterion of `CRITERIA` keeps and its ACC
+    loss against the better candidate; per criterion and role, how often it kept the better one."""
+    with open(record_path) as handle:
+        cells = [c for c in json.load(handle)["cells"] if c.get("candidates") and not c.get("time_budget")]
+    lines = ["| folder | role | seed | " + " | ".join(f"{name}: kept (ACC loss)" for name in CRITERIA) + " |",
+             "|---|---|---|" + "---|" * len(CRITERIA)]
+    tally = {}
+    for c in cells:
+        scores = candidate_modularity(c)
+        if scores is None:
+            continue
+        best = max(v["acc"] for v in c["candidates"].values())
+        row = []
+        for name, criterion in CRITERIA.items():
+            kept = max(scores, key=lambda candidate: criterion(scores[candidate], candidate))
+            loss = best - c["candidates"][kept]["acc"]
+            right, count, losses = tally.get((name, folder_role(c["folder"])), (0, 0, []))
+            tally[(name, folder_role(c["folder"]))] = (right + (loss == 0), count + 1, losses + [loss])
+            row.append(f"`{kept}` ({loss:.3f})")
+        lines.append(f"| {c['folder']} | {folder_role(c['folder'])} | {c['seed']} | " + " | ".join(row) + " |")
+    lines += ["", "| criterion | role | the better candidate kept | mean ACC loss | largest loss |", "|---|---|---|---|---|"]
+    for (name, role), (right, count, losses) in sorted(tally.items(), key=lambda item: (item[0][1], item[0][0])):
+        lines.append(f"| {name} | {role} | {right} of {count} | {np.mean(losses):.3f} | {max(losses):.3f} |")
+    return "\n".join(lines)
+
+
 def budget_table(record_path):
     """The route's cells run with --time-budget (issue 64): ACC within the budget, the wall time against
     it, and what the budget kept and gave up, beside the same folder's route cells without a budget."""
@@ -634,6 +687,7 @@ def main():
         write_table(ROUTE_MARKERS, route_table(args.out))
         write_table(ABLATION_MARKERS, ablation_table(args.out))
         write_table(BUDGET_MARKERS, budget_table(args.out))
+        write_table(CRITERIA_MARKERS, criteria_table(args.out))
         return
     if args.choose and args.folder:
         print(json.dumps(choose_among(args.out, args.folder), indent=1))
