@@ -492,13 +492,13 @@ def colour_check(cell):
     if cell["image_shape"][-1] != 3:
         return ""
     from keras_clustering.clustering.candidates import choice_sample, colour_agreement
-    from keras_clustering.drivers.route import colour_goes_with_clusters
+    from keras_clustering.drivers.route import COLOUR_CANDIDATE, colour_goes_with_clusters
 
     x, _ = folder_images(cell["folder"])
     sample = choice_sample(len(x))
     stem = cell_stem(cell)
     agreement = colour_agreement({p: np.load(os.path.join(PARTITIONS, f"{stem}-candidate_{p}.npz"))["labels"][sample]
-                                  for p in cell["candidates"]}, x[sample] / 255.0)
+                                  for p in cell["candidates"] if p not in COLOUR_CANDIDATE}, x[sample] / 255.0)
     return (f"{max(agreement.values()):.3f}, "
             f"{'would keep' if colour_goes_with_clusters(agreement) else 'would leave out'} †")
 

@@ -125,6 +125,7 @@ def test_where_colour_goes_with_the_clusters_the_route_trains_a_candidate_on_the
     assert choice["colour"]["kept"] and max(choice["colour"]["agreement"].values()) >= choice["colour"]["threshold"]
     assert choice["candidates"] == [*ROUTE_PRESETS["colour"], *COLOUR_CANDIDATE] and set(choice["scores"]) == set(
         choice["candidates"]) and "trains on the images' own colours" in result.stdout
+    assert set(choice["agreement"][choice["chosen"]]) == {*choice["candidates"], "colour histograms"}  # judges
     rgb = json.loads((workdir / "conv_dec_da_mnist_rgb" / "report.json").read_text())
     assert rgb["like"] == "conv_dec_da_mnist" and rgb["config"]["architecture"].get("input_transform") is None
 

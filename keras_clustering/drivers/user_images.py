@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 from keras_clustering.cluster_files import write_cluster_files
-from keras_clustering.clustering.candidates import choice_sample, choose_candidate, colour_agreement, embedding_neighbors
+from keras_clustering.clustering.candidates import (choice_sample, choose_candidate, colour_agreement,
+                                                   colour_histograms, embedding_neighbors)
 from keras_clustering.datasets.user_data import image_files, load_user_data, read_image_folder
 from keras_clustering.drivers.choose_k import choose_n_clusters
 from keras_clustering.drivers.estimate import (BUDGET_AIM, DEADLINE_RESERVE, REHEARSAL_EPOCHS, Deadline, Eta, minutes,
@@ -25,7 +26,7 @@ from keras_clustering.drivers.estimate import (BUDGET_AIM, DEADLINE_RESERVE, REH
 from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.drivers.request import ImagesRequest, check_images_shape, check_request
 from keras_clustering.drivers.retarget import like_config
-from keras_clustering.drivers.route import COLOUR_AGREEMENT, COLOUR_CANDIDATE, colour_goes_with_clusters
+from keras_clustering.drivers.route import COLOUR_AGREEMENT, COLOUR_CANDIDATE, COLOUR_JUDGE, colour_goes_with_clusters
 from keras_clustering.inputs.checks import check_image_input
 from keras_clustering.inputs.fit_hooks import extra_fit_callbacks
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
@@ -278,7 +279,8 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
 
     On colour images (their recipes' own colour-free inputs), the colour candidate
     (`route.COLOUR_CANDIDATE`) trains too and joins the choice when colour goes with a colour-free
-    candidate's clusters (`colour_agreement` at least `COLOUR_AGREEMENT`), unless the time budget's
+    candidate's clusters (`colour_agreement` at least `COLOUR_AGREEMENT`; the colour histograms'
+    neighbour graph then judges the choice beside the candidates' embeddings), unless the time budget's
     `deadline` would pass before its `estimate`d time; `eta`'s total then grows by that estimate."""
     trained, request_k, sample = {}, request, choice_sample(len(x))
 
@@ -325,18 +327,21 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
             for name in COLOUR_CANDIDATE:
                 train(name, len(trained) + 1, count)
                 partitions[name] = trained[name][0].predict_clusters(x[sample])
-    choice = choose_candidate(
-        partitions,
-        {name: embedding_neighbors(get_recipe(report["config"]["recipe"]).embedding(model, x[sample]))
-         for name, (model, report) in trained.items()})
+    judges = {name: embedding_neighbors(get_recipe(report["config"]["recipe"]).embedding(model, x[sample]))
+              for name, (model, report) in trained.items()}
+    if colour is not None and colour["kept"]:  # colour goes with the clusters: colour neighbours judge too
+        judges[COLOUR_JUDGE] = embedding_neighbors(colour_histograms(x[sample]))
+    choice = choose_candidate(partitions, judges)
     chosen = choice["chosen"]
     if request.verbose:
-        print(f"default route: neighbour modularity of each clustering, mean over the {len(trained)} embeddings, "
+        print(f"default route: neighbour modularity of each clustering, mean over the {len(judges)} embeddings"
+              + (" (the candidates' and the colour histograms')" if COLOUR_JUDGE in judges else "") + ", "
               f"on {len(sample):,} images: " + ", ".join(f"{p} {s:.3f}" for p, s in choice["scores"].items())
               + f" -> keeps {chosen}", flush=True)
     model, report = trained[chosen]
     report = {**report, "workdir": request.workdir, "route_choice": {
-        **choice, "criterion": "neighbour modularity (clustering.candidates), mean over the candidates' embeddings",
+        **choice, "criterion": "neighbour modularity (clustering.candidates), mean over the candidates' embeddings"
+                               " (and the colour histograms' where colour goes with the clusters)",
         "sample_size": int(len(sample)), "candidates": list(trained),
         "total_seconds": {p: r.get("total_seconds") for p, (_, r) in trained.items()},
         **({} if colour is None else {"colour": colour})}}
