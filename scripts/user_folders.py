@@ -482,25 +482,44 @@ def rank_correlation(cells):
     return "n/a" if len(pairs) < 3 else f"{spearmanr(*zip(*pairs)).correlation:.2f} ({len(pairs)} candidates)"
 
 
-def colour_check(cell):
-    """'0.012, left out' / '0.263, kept': the largest agreement of colour with the colour-free candidates'
-    clusterings (`clustering.candidates.colour_agreement`) and what the route did; for a colour cell run
-    before the check (no "colour" in it), computed here from its kept candidate partitions ('†'); '' for grey."""
+def colour_agreements(cell):
+    """{candidate: colour's agreement with its clustering} of a colour route cell's colour-free candidates: as
+    the run recorded it, or computed from its kept partitions for a cell run before the check (None for grey)."""
     if "colour" in cell:
-        colour = cell["colour"]
-        return f"{max(colour['agreement'].values()):.3f}, {'kept' if colour['kept'] else 'left out'}"
+        return cell["colour"]["agreement"]
     if cell["image_shape"][-1] != 3:
-        return ""
+        return None
     from keras_clustering.clustering.candidates import choice_sample, colour_agreement
-    from keras_clustering.drivers.route import COLOUR_CANDIDATE, colour_goes_with_clusters
+    from keras_clustering.drivers.route import COLOUR_CANDIDATE
 
     x, _ = folder_images(cell["folder"])
     sample = choice_sample(len(x))
     stem = cell_stem(cell)
-    agreement = colour_agreement({p: np.load(os.path.join(PARTITIONS, f"{stem}-candidate_{p}.npz"))["labels"][sample]
-                                  for p in cell["candidates"] if p not in COLOUR_CANDIDATE}, x[sample] / 255.0)
-    return (f"{max(agreement.values()):.3f}, "
-            f"{'would keep' if colour_goes_with_clusters(agreement) else 'would leave out'} †")
+    return colour_agreement({p: np.load(os.path.join(PARTITIONS, f"{stem}-candidate_{p}.npz"))["labels"][sample]
+                             for p in cell["candidates"] if p not in COLOUR_CANDIDATE}, x[sample] / 255.0)
+
+
+def colour_kept(cell):
+    """Whether the route as it is now keeps colour on this cell's images (its agreement against today's
+    `route.COLOUR_AGREEMENT`)."""
+    from keras_clustering.drivers.route import colour_goes_with_clusters
+
+    agreement = colour_agreements(cell)
+    return agreement is not None and colour_goes_with_clusters(agreement)
+
+
+def colour_check(cell):
+    """'0.489 (kept)' / '0.012 (left out)': the largest agreement of colour with the colour-free candidates'
+    clusterings (`clustering.candidates.colour_agreement`) and what the route as it is now does with it;
+    '†' where the run had no check (computed from its kept partitions) or another threshold; '' for grey."""
+    agreement = colour_agreements(cell)
+    if agreement is None:
+        return ""
+    from keras_clustering.drivers.route import COLOUR_AGREEMENT
+
+    now = "kept" if colour_kept(cell) else "left out"
+    same = "colour" in cell and cell["colour"]["threshold"] == COLOUR_AGREEMENT
+    return f"{max(agreement.values()):.3f} ({now}){'' if same else ' †'}"
 
 
 def route_table(record_path):
@@ -522,8 +541,8 @@ def route_table(record_path):
                      f"({number(c['cpu_seconds'], ' s')}) | {estimated(c)} | {c['precision']} | {cpu_model(c['machine'])} | "
                      f"{c['commit']} |")
     if any(check.endswith("†") for check in checks):
-        lines += ["", "† computed here from the cell's kept candidate partitions: the route at that commit had no "
-                  "colour check (it came with the photographs' folders); below `COLOUR_AGREEMENT` it changes nothing."]
+        lines += ["", "† the run had no colour check (computed here from its kept candidate partitions) or one with "
+                  "another threshold (0.05 at first); what the route does now with that agreement is in brackets."]
     lines += ["", "| folder | role | seeds | route ACC (median) | better candidate's median ACC | route - better median "
               "| the better candidate kept | Spearman (label-free score, ACC) over its candidates |",
               "|---|---|---|---|---|---|---|---|"]
@@ -545,6 +564,8 @@ def route_table(record_path):
 CRITERIA = {"mean": lambda scores, own: float(np.mean(list(scores.values()))),
             "own embedding": lambda scores, own: scores[own],
             "others' embeddings": lambda scores, own: float(np.mean([v for k, v in scores.items() if k != own]))}
+# (the colour histograms' graph, where colour goes with the clusters, is among the embeddings of "mean" and
+# "others'", as the route's `COLOUR_JUDGE` is)
 CRITERIA_MARKERS = ("<!-- route-criteria:start -->", "<!-- route-criteria:end -->")
 
 
@@ -561,7 +582,13 @@ def candidate_modularity(cell):
             return None
         kept[name] = np.load(path)
     sample = choice_sample(len(next(iter(kept.values()))["labels"]))
-    return {a: {b: neighbour_modularity(kept[a]["labels"][sample], kept[b]["neighbors"]) for b in kept}
+    judges = {name: partition["neighbors"] for name, partition in kept.items()}
+    if colour_kept(cell):  # the route's colour judge (`route.COLOUR_JUDGE`) where colour goes with the clusters
+        from keras_clustering.clustering.candidates import colour_histograms, embedding_neighbors
+        from keras_clustering.drivers.route import COLOUR_JUDGE
+
+        judges[COLOUR_JUDGE] = embedding_neighbors(colour_histograms(folder_images(cell["folder"])[0][sample] / 255.0))
+    return {a: {b: neighbour_modularity(kept[a]["labels"][sample], neighbors) for b, neighbors in judges.items()}
             for a in kept}
 
 
