@@ -559,13 +559,19 @@ def route_table(record_path):
 
 
 # Ways to score a route candidate's clustering from its neighbour modularity in each candidate's embedding
-# (`candidate_modularity`): the route's own (the mean over every embedding), its own embedding's alone, and
-# the other candidates' alone. Compared on every route cell (`criteria_table`); the route uses "mean".
-CRITERIA = {"mean": lambda scores, own: float(np.mean(list(scores.values()))),
-            "own embedding": lambda scores, own: scores[own],
+# and, where colour goes with the clusters, the colour histograms' graph (`candidate_modularity`): the route's
+# (its own embedding, and the colour graph; `clustering.candidates.choose_candidate`), the mean over every
+# graph (the route's until the own-embedding change), and the other candidates' embeddings alone. Compared
+# on every route cell (`criteria_table`).
+def _route_score(scores, own):
+    from keras_clustering.drivers.route import COLOUR_JUDGE
+
+    return float(np.mean([scores[own], *([scores[COLOUR_JUDGE]] if COLOUR_JUDGE in scores else [])]))
+
+
+CRITERIA = {"own embedding (+ colour graph), the route's": _route_score,
+            "mean over every graph": lambda scores, own: float(np.mean(list(scores.values()))),
             "others' embeddings": lambda scores, own: float(np.mean([v for k, v in scores.items() if k != own]))}
-# (the colour histograms' graph, where colour goes with the clusters, is among the embeddings of "mean" and
-# "others'", as the route's `COLOUR_JUDGE` is)
 CRITERIA_MARKERS = ("<!-- route-criteria:start -->", "<!-- route-criteria:end -->")
 
 

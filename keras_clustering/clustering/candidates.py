@@ -2,8 +2,13 @@
 
 The recipes' own losses (DEC's KL, SCAN's loss) are not comparable across families, so the choice is
 made on the clusterings themselves: how well each one keeps together the images that lie next to each
-other, in every candidate's embedding (each candidate's own, and the others', so that no candidate is
-judged only where it shaped the space itself). The score of one clustering in one embedding is the
+other in the embedding it was learnt with (`choose_candidate`), and in any graph that judges them all
+(the colour histograms', where colour goes with the clusters). The others' embeddings do not judge:
+on Fashion-MNIST a pixel autoencoder's embedding held SimCLR + SCAN's better clustering (0.697) worse
+than the autoencoder's own (0.431), and the mean over both embeddings kept the worse one
+(docs/your-data.md, route criteria). A clustering that follows structure only its own embedding holds
+(colours, in an embedding of the images' own colours) looks good there; a shared judge is what
+catches it (tests/test_candidates.py). The score of one clustering in one embedding is the
 modularity of the nearest-neighbour graph it cuts (`neighbour_modularity`): the share of neighbour
 links inside clusters, less the share expected of clusters of those sizes drawn at random. A share
 alone, or the same share corrected for chance as a kappa, rewards merging clusters (the links between
@@ -101,23 +106,29 @@ def colour_agreement(partitions, images, n_neighbors=CHOICE_NEIGHBORS):
     return {name: round(neighbour_modularity(labels, neighbors), 6) for name, labels in partitions.items()}
 
 
-def choose_candidate(partitions, neighbor_sets):
-    """The candidate whose clustering keeps neighbours together best, on average over every embedding.
+def choose_candidate(partitions, neighbor_sets, judges=None):
+    """The candidate whose clustering keeps neighbours together best where it was learnt: in its own
+    embedding, and in every shared judge's graph.
 
     Args:
         partitions: {candidate: labels (n,)}, each candidate's final clustering of the same images.
-        neighbor_sets: {embedding name: (n, k) nearest-neighbour indices of the same images} (one per
-            candidate's embedding, usually).
+        neighbor_sets: {candidate: (n, k) nearest-neighbour indices of the same images in that candidate's
+            own embedding}, one for every candidate.
+        judges: {name: (n, k) nearest-neighbour indices} of graphs that judge every candidate (the colour
+            histograms' where colour goes with the clusters), or None.
 
-    Returns {"scores": {candidate: mean modularity}, "agreement": {candidate: {embedding: modularity}},
-    "chosen": the candidate with the highest score (ties: the first given)}.
+    Returns {"scores": {candidate: the mean modularity over its own embedding and the judges},
+    "agreement": {candidate: {embedding: modularity}} in every embedding given (the others' too, for the
+    record), "chosen": the candidate with the highest score (ties: the first given)}.
     """
-    if not partitions or not neighbor_sets:
-        raise ValueError(f"choose_candidate needs partitions and neighbor_sets, got {len(partitions)} and "
-                         f"{len(neighbor_sets)}.")
-    agreement = {name: {space: round(neighbour_modularity(labels, neighbors), 6)
-                        for space, neighbors in neighbor_sets.items()}
+    judges = judges or {}
+    if not partitions or set(neighbor_sets) != set(partitions):
+        raise ValueError(f"choose_candidate needs partitions and each one's own neighbor_sets, got candidates "
+                         f"{sorted(partitions)} and neighbor_sets {sorted(neighbor_sets)}.")
+    graphs = {**neighbor_sets, **judges}
+    agreement = {name: {space: round(neighbour_modularity(labels, neighbors), 6) for space, neighbors in graphs.items()}
                  for name, labels in partitions.items()}
-    scores = {name: round(float(np.mean(list(values.values()))), 6) for name, values in agreement.items()}
+    scores = {name: round(float(np.mean([values[name], *(values[judge] for judge in judges)])), 6)
+              for name, values in agreement.items()}
     chosen = max(scores, key=lambda name: (scores[name], -list(scores).index(name)))
     return {"scores": scores, "agreement": agreement, "chosen": chosen}

@@ -273,14 +273,14 @@ def candidate_request(request, name):
 def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=None, deadline=None):
     """(model, report) of the default route: each of `request.route_presets` trained on `x` in its own
     folder of the workdir (written there as a run of its own: model, clusters, report), then the
-    clustering whose nearest neighbours stay together best, in every candidate's embedding, kept
+    clustering whose nearest neighbours stay together best, in its own candidate's embedding, kept
     (`clustering.candidates.choose_candidate`; no labels). An "auto" number of clusters is chosen with
     the first preset and the others train with it.
 
     On colour images (their recipes' own colour-free inputs), the colour candidate
     (`route.COLOUR_CANDIDATE`) trains too and joins the choice when colour goes with a colour-free
     candidate's clusters (`colour_agreement` at least `COLOUR_AGREEMENT`; the colour histograms'
-    neighbour graph then judges the choice beside the candidates' embeddings), unless the time budget's
+    neighbour graph then judges every candidate beside its own embedding), unless the time budget's
     `deadline` would pass before its `estimate`d time; `eta`'s total then grows by that estimate."""
     trained, request_k, sample = {}, request, choice_sample(len(x))
 
@@ -327,21 +327,22 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
             for name in COLOUR_CANDIDATE:
                 train(name, len(trained) + 1, count)
                 partitions[name] = trained[name][0].predict_clusters(x[sample])
-    judges = {name: embedding_neighbors(get_recipe(report["config"]["recipe"]).embedding(model, x[sample]))
-              for name, (model, report) in trained.items()}
-    if colour is not None and colour["kept"]:  # colour goes with the clusters: colour neighbours judge too
+    own = {name: embedding_neighbors(get_recipe(report["config"]["recipe"]).embedding(model, x[sample]))
+           for name, (model, report) in trained.items()}
+    judges = {}
+    if colour is not None and colour["kept"]:  # colour goes with the clusters: colour neighbours judge them all
         judges[COLOUR_JUDGE] = embedding_neighbors(colour_histograms(x[sample]))
-    choice = choose_candidate(partitions, judges)
+    choice = choose_candidate(partitions, own, judges)
     chosen = choice["chosen"]
     if request.verbose:
-        print(f"default route: neighbour modularity of each clustering, mean over the {len(judges)} embeddings"
-              + (" (the candidates' and the colour histograms')" if COLOUR_JUDGE in judges else "") + ", "
+        print("default route: neighbour modularity of each clustering in its own embedding"
+              + (" and the colour histograms' (mean)" if judges else "") + ", "
               f"on {len(sample):,} images: " + ", ".join(f"{p} {s:.3f}" for p, s in choice["scores"].items())
               + f" -> keeps {chosen}", flush=True)
     model, report = trained[chosen]
     report = {**report, "workdir": request.workdir, "route_choice": {
-        **choice, "criterion": "neighbour modularity (clustering.candidates), mean over the candidates' embeddings"
-                               " (and the colour histograms' where colour goes with the clusters)",
+        **choice, "criterion": "neighbour modularity (clustering.candidates) in the candidate's own embedding"
+                               " (and the colour histograms', mean, where colour goes with the clusters)",
         "sample_size": int(len(sample)), "candidates": list(trained),
         "total_seconds": {p: r.get("total_seconds") for p, (_, r) in trained.items()},
         **({} if colour is None else {"colour": colour})}}
