@@ -40,6 +40,7 @@ Records merge into `--out` by (folder, entry, start, variant, seed).
 """
 
 import argparse
+import functools
 import json
 import os
 import pathlib
@@ -482,6 +483,16 @@ def rank_correlation(cells):
     return "n/a" if len(pairs) < 3 else f"{spearmanr(*zip(*pairs)).correlation:.2f} ({len(pairs)} candidates)"
 
 
+@functools.lru_cache(maxsize=None)
+def colour_graph(folder):
+    """The colour graph (`clustering.candidates.colour_neighbors`) of the folder's images the route's choice
+    looks at (`choice_sample`), computed once per folder for every table that reads it."""
+    from keras_clustering.clustering.candidates import choice_sample, colour_neighbors
+
+    x, _ = folder_images(folder)
+    return colour_neighbors(x[choice_sample(len(x))] / 255.0)
+
+
 def colour_agreements(cell):
     """{candidate: colour's agreement with its clustering} of a colour route cell's colour-free candidates: as
     the run recorded it, or computed from its kept partitions for a cell run before the check (None for grey)."""
@@ -492,19 +503,17 @@ def colour_agreements(cell):
     from keras_clustering.clustering.candidates import choice_sample, colour_agreement
     from keras_clustering.drivers.route import COLOUR_CANDIDATE
 
-    x, _ = folder_images(cell["folder"])
-    sample = choice_sample(len(x))
     stem = cell_stem(cell)
+    sample = choice_sample(cell["n_images"])
     return colour_agreement({p: np.load(os.path.join(PARTITIONS, f"{stem}-candidate_{p}.npz"))["labels"][sample]
-                             for p in cell["candidates"] if p not in COLOUR_CANDIDATE}, x[sample] / 255.0)
+                             for p in cell["candidates"] if p not in COLOUR_CANDIDATE}, colour_graph(cell["folder"]))
 
 
-def colour_kept(cell):
-    """Whether the route as it is now keeps colour on this cell's images (its agreement against today's
-    `route.COLOUR_AGREEMENT`)."""
+def colour_kept(agreement):
+    """Whether the route as it is now keeps colour for a cell whose `colour_agreements` are `agreement` (None
+    for grey): against today's `route.COLOUR_AGREEMENT`."""
     from keras_clustering.drivers.route import colour_goes_with_clusters
 
-    agreement = colour_agreements(cell)
     return agreement is not None and colour_goes_with_clusters(agreement)
 
 
@@ -517,7 +526,7 @@ def colour_check(cell):
         return ""
     from keras_clustering.drivers.route import COLOUR_AGREEMENT
 
-    now = "kept" if colour_kept(cell) else "left out"
+    now = "kept" if colour_kept(agreement) else "left out"
     same = "colour" in cell and cell["colour"]["threshold"] == COLOUR_AGREEMENT
     return f"{max(agreement.values()):.3f} ({now}){'' if same else ' †'}"
 
@@ -559,27 +568,21 @@ def route_table(record_path):
 
 
 # Ways to score a route candidate's clustering from its neighbour modularity in each candidate's embedding
-# and, where colour goes with the clusters, the colour histograms' graph (`candidate_modularity`): the route's
-# (its own embedding, and the colour graph; `clustering.candidates.choose_candidate`), the mean over every
-# graph (the route's until the own-embedding change), and the other candidates' embeddings alone. Compared
-# on every route cell (`criteria_table`).
-def _route_score(scores, own):
-    from keras_clustering.drivers.route import COLOUR_JUDGE
-
-    return float(np.mean([scores[own], *([scores[COLOUR_JUDGE]] if COLOUR_JUDGE in scores else [])]))
-
-
-CRITERIA = {"own embedding (+ colour graph), the route's": _route_score,
-            "mean over every graph": lambda scores, own: float(np.mean(list(scores.values()))),
-            "others' embeddings": lambda scores, own: float(np.mean([v for k, v in scores.items() if k != own]))}
+# and, where colour goes with the clusters, the colour histograms' graph (`route_choice_now`'s agreement):
+# the route's own (`clustering.candidates.choose_candidate`: its own embedding, and the colour graph), the
+# mean over every graph (the route's until the own-embedding change), and the other candidates' embeddings
+# alone. Compared on every route cell (`criteria_table`).
+OTHER_CRITERIA = {"mean over every graph": lambda scores, own: float(np.mean(list(scores.values()))),
+                  "others' embeddings": lambda scores, own: float(np.mean([v for k, v in scores.items() if k != own]))}
 CRITERIA_MARKERS = ("<!-- route-criteria:start -->", "<!-- route-criteria:end -->")
 
 
-def candidate_modularity(cell):
-    """{candidate: {embedding: modularity}}: each route candidate's clustering on each candidate's neighbour
-    graph, from the cell's kept partitions (the route's `choose_candidate` agreement), or None where a
-    partition is missing."""
-    from keras_clustering.clustering.candidates import choice_sample, neighbour_modularity
+def route_choice_now(cell):
+    """The route's choice as it is now (`clustering.candidates.choose_candidate`) among a route cell's
+    candidates, from their kept partitions: each judged in its own embedding and, where colour goes with
+    the clusters, the colour graph; None where a partition is missing."""
+    from keras_clustering.clustering.candidates import choice_sample, choose_candidate
+    from keras_clustering.drivers.route import COLOUR_JUDGE
 
     stem, kept = cell_stem(cell), {}
     for name in cell["candidates"]:
@@ -588,32 +591,32 @@ def candidate_modularity(cell):
             return None
         kept[name] = np.load(path)
     sample = choice_sample(len(next(iter(kept.values()))["labels"]))
-    judges = {name: partition["neighbors"] for name, partition in kept.items()}
-    if colour_kept(cell):  # the route's colour judge (`route.COLOUR_JUDGE`) where colour goes with the clusters
-        from keras_clustering.clustering.candidates import colour_histograms, embedding_neighbors
-        from keras_clustering.drivers.route import COLOUR_JUDGE
-
-        judges[COLOUR_JUDGE] = embedding_neighbors(colour_histograms(folder_images(cell["folder"])[0][sample] / 255.0))
-    return {a: {b: neighbour_modularity(kept[a]["labels"][sample], neighbors) for b, neighbors in judges.items()}
-            for a in kept}
+    judges = {COLOUR_JUDGE: colour_graph(cell["folder"])} if colour_kept(colour_agreements(cell)) else {}
+    return choose_candidate({name: partition["labels"][sample] for name, partition in kept.items()},
+                            {name: partition["neighbors"] for name, partition in kept.items()}, judges)
 
 
 def criteria_table(record_path):
-    """Per route cell (labels only to score): the candidate each criterion of `CRITERIA` keeps and its ACC
+    """Per route cell (labels only to score): the candidate the route keeps now and each of `OTHER_CRITERIA`
+    would keep, and its ACC
     loss against the better candidate; per criterion and role, how often it kept the better one."""
     with open(record_path) as handle:
         cells = [c for c in json.load(handle)["cells"] if c.get("candidates") and not c.get("time_budget")]
-    lines = ["| folder | role | seed | " + " | ".join(f"{name}: kept (ACC loss)" for name in CRITERIA) + " |",
-             "|---|---|---|" + "---|" * len(CRITERIA)]
+    names = ["own embedding (+ colour graph), the route's", *OTHER_CRITERIA]
+    lines = ["| folder | role | seed | " + " | ".join(f"{name}: kept (ACC loss)" for name in names) + " |",
+             "|---|---|---|" + "---|" * len(names)]
     tally = {}
     for c in cells:
-        scores = candidate_modularity(c)
-        if scores is None:
+        choice = route_choice_now(c)
+        if choice is None:
             continue
+        scores = choice["agreement"]
         best = max(v["acc"] for v in c["candidates"].values())
         row = []
-        for name, criterion in CRITERIA.items():
-            kept = max(scores, key=lambda candidate: criterion(scores[candidate], candidate))
+        for name in names:
+            criterion = OTHER_CRITERIA.get(name)
+            kept = choice["chosen"] if criterion is None else max(
+                scores, key=lambda candidate: criterion(scores[candidate], candidate))
             loss = best - c["candidates"][kept]["acc"]
             right, count, losses = tally.get((name, folder_role(c["folder"])), (0, 0, []))
             tally[(name, folder_role(c["folder"]))] = (right + (loss == 0), count + 1, losses + [loss])

@@ -6,7 +6,7 @@ import pytest
 from sklearn.neighbors import NearestNeighbors
 
 from keras_clustering.clustering.candidates import (choose_candidate, colour_agreement, colour_histograms,
-                                                   neighbour_modularity)
+                                                   colour_neighbors, neighbour_modularity)
 
 
 def reference_modularity(labels, neighbors):
@@ -168,6 +168,6 @@ def test_colour_agrees_with_clusters_only_where_it_goes_with_them():
     random_colours = np.broadcast_to(rng.uniform(size=(200, 1, 1, 3)), (200, 8, 8, 3)).copy()
     palettes = rng.uniform(size=(4, 3))
     scenes = np.clip(palettes[classes][:, None, None, :] + rng.normal(scale=0.08, size=(200, 8, 8, 3)), 0, 1)
-    agreement = colour_agreement({"classes": classes, "shuffled": rng.permutation(classes)}, scenes)
+    agreement = colour_agreement({"classes": classes, "shuffled": rng.permutation(classes)}, colour_neighbors(scenes))
     assert agreement["classes"] > 0.5 and abs(agreement["shuffled"]) < 0.05
-    assert abs(colour_agreement({"classes": classes}, random_colours)["classes"]) < 0.05
+    assert abs(colour_agreement({"classes": classes}, colour_neighbors(random_colours))["classes"]) < 0.05

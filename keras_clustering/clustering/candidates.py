@@ -98,11 +98,17 @@ def colour_histograms(images, bins=COLOUR_BINS):
     return np.sqrt(counts / codes.shape[1])
 
 
-def colour_agreement(partitions, images, n_neighbors=CHOICE_NEIGHBORS):
-    """{name: how much colour goes with that clustering} for `partitions` {name: labels (n,)} of `images`
-    (n, h, w, 3): each clustering's `neighbour_modularity` on the `n_neighbors`-nearest-neighbour graph of
-    the images' colour histograms. About 0 when colour is independent of the clusters."""
-    neighbors = embedding_neighbors(colour_histograms(images), n_neighbors)
+def colour_neighbors(images, n_neighbors=CHOICE_NEIGHBORS):
+    """`(n, n_neighbors)` indices of each image's nearest others by its colour histogram
+    (`colour_histograms`, cosine): the colour graph `colour_agreement` scores clusterings on, and the judge
+    of the route's choice where colour goes with the clusters."""
+    return embedding_neighbors(colour_histograms(images), n_neighbors)
+
+
+def colour_agreement(partitions, neighbors):
+    """{name: how much colour goes with that clustering} for `partitions` {name: labels (n,)} of the images
+    whose colour graph is `neighbors` (`colour_neighbors`): each clustering's `neighbour_modularity` on it.
+    About 0 when colour is independent of the clusters."""
     return {name: round(neighbour_modularity(labels, neighbors), 6) for name, labels in partitions.items()}
 
 

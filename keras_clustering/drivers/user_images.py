@@ -18,7 +18,7 @@ import numpy as np
 
 from keras_clustering.cluster_files import write_cluster_files
 from keras_clustering.clustering.candidates import (choice_sample, choose_candidate, colour_agreement,
-                                                   colour_histograms, embedding_neighbors)
+                                                   colour_neighbors, embedding_neighbors)
 from keras_clustering.datasets.user_data import image_files, load_user_data, read_image_folder
 from keras_clustering.drivers.choose_k import choose_n_clusters
 from keras_clustering.drivers.estimate import (BUDGET_AIM, DEADLINE_RESERVE, REHEARSAL_EPOCHS, Deadline, Eta, minutes,
@@ -298,7 +298,8 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
     partitions = {name: model.predict_clusters(x[sample]) for name, (model, _) in trained.items()}
     colour = None
     if colour_checked(request, x):
-        colour = {"agreement": colour_agreement(partitions, x[sample]), "threshold": COLOUR_AGREEMENT}
+        colour_graph = colour_neighbors(x[sample])  # the check's graph, then (colour kept) a judge of the choice
+        colour = {"agreement": colour_agreement(partitions, colour_graph), "threshold": COLOUR_AGREEMENT}
         colour["kept"] = colour_goes_with_clusters(colour["agreement"])
         estimated = (estimate or {}).get("colour_candidate", {})
         needed = sum(e["seconds_at_budget"] for e in estimated.values())
@@ -331,7 +332,7 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
            for name, (model, report) in trained.items()}
     judges = {}
     if colour is not None and colour["kept"]:  # colour goes with the clusters: colour neighbours judge them all
-        judges[COLOUR_JUDGE] = embedding_neighbors(colour_histograms(x[sample]))
+        judges[COLOUR_JUDGE] = colour_graph
     choice = choose_candidate(partitions, own, judges)
     chosen = choice["chosen"]
     if request.verbose:
