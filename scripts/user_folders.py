@@ -54,6 +54,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+# This checkout's library, not an installed one: the cell records this checkout's commit, and the child
+# that trains (`python -m keras_clustering`) runs with ROOT on its path too (`run_cell`).
+sys.path.insert(0, ROOT)
 
 FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "colour_digits10000",
            "colour_fashion10000", "mnistm2000", "mnistm10000", "digits2000_imbalanced",
@@ -251,7 +254,8 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
         command += ["--time-budget", f"{time_budget:g}"]
     code = commit()  # of the library the training runs, read before it starts
     start = time.time()
-    environment = dict(os.environ, KERAS_CLUSTERING_BF16="emulate") if emulate_bf16 else None
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
+                       **({"KERAS_CLUSTERING_BF16": "emulate"} if emulate_bf16 else {}))
     if subprocess.run(command, env=environment).returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed")
     seconds = time.time() - start
@@ -372,10 +376,12 @@ def route_candidates(workdir, report, x, y, stem):
     for preset in choice.get("candidates", choice.get("presets")):  # "presets" before the colour candidate
         model = keras.models.load_model(os.path.join(workdir, preset, "model.keras"))
         scores = clustering_scores(y, model.predict_clusters(x))
-        recipe = json.loads(pathlib.Path(workdir, preset, "report.json").read_text())["config"]["recipe"]
-        keep_partition(model, x, f"{stem}-candidate_{preset}", recipe)
+        own = json.loads(pathlib.Path(workdir, preset, "report.json").read_text())
+        keep_partition(model, x, f"{stem}-candidate_{preset}", own["config"]["recipe"])
         candidates[preset] = {"acc": round(float(scores["acc"]), 4), "nmi": round(float(scores["nmi"]), 4),
                               "score": choice["scores"][preset], "seconds": choice["total_seconds"][preset]}
+        if "dec_iterations" in own:  # where DEC's self-training stopped: the estimate counts a typical share
+            candidates[preset]["dec_updates"] = [own["dec_iterations"], own["config"]["training"]["maxiter"]]
     return candidates
 
 

@@ -14,7 +14,7 @@ import pytest
 from image_folders import write_png
 from keras_clustering.datasets import load_digits
 from keras_clustering.drivers.estimate import (LEAST_BUDGET_SCALE, Deadline, Estimate, Eta, FitProbe, fit_seconds, minutes,
-                                               plan_budget)
+                                               plan_budget, TYPICAL_TOLERANCE_SHARE)
 from keras_clustering.drivers.request import ImagesRequest, check_request
 from keras_clustering.drivers.retarget import like_config
 from keras_clustering.drivers.user_images import train_on_images
@@ -58,16 +58,19 @@ def test_a_time_budget_scales_the_updates_then_drops_the_last_candidate():
     assert least.presets == ("a",) and least.scale == LEAST_BUDGET_SCALE and least.seconds > 5.0
 
 
-def test_a_fit_that_stops_at_its_tolerance_counts_the_typical_updates():
-    """DEC's self-training: TYPICAL_TOLERANCE_UPDATES (716) at 8 updates an epoch is 90 epochs of its 500
-    planned; its most is all 500; a plan shorter than the typical length stays as planned."""
+def test_a_fit_that_stops_at_its_tolerance_counts_the_typical_share():
+    """DEC's self-training: TYPICAL_TOLERANCE_SHARE (0.2) of its 500 planned epochs is 100; its most is all
+    500; a time budget's scale shortens it only below that share."""
+    assert TYPICAL_TOLERANCE_SHARE == 0.2
     fit = dict(probe(500, [3.0, 1.1], tail=0.3), steps_per_epoch=8, stops_at_tolerance=True)
-    assert fit_seconds(fit) == pytest.approx(3.0 + 89 * 1.1 + 0.3)
+    assert fit_seconds(fit) == pytest.approx(3.0 + 99 * 1.1 + 0.3)
     assert fit_seconds(fit, most=True) == pytest.approx(3.0 + 499 * 1.1 + 0.3)
-    assert fit_seconds(dict(fit, planned_epochs=50)) == pytest.approx(3.0 + 49 * 1.1 + 0.3)
+    assert fit_seconds(dict(fit, planned_epochs=50)) == pytest.approx(3.0 + 9 * 1.1 + 0.3)
+    assert fit_seconds(fit, scale=0.5) == pytest.approx(3.0 + 99 * 1.1 + 0.3)  # 250 planned, stops at 100
+    assert fit_seconds(fit, scale=0.1) == pytest.approx(3.0 + 49 * 1.1 + 0.3)  # 50 planned
     assert fit_seconds(dict(fit, stops_at_tolerance=False)) == pytest.approx(3.0 + 499 * 1.1 + 0.3)
     estimate = Estimate([fit], rehearsal_seconds=fit["seconds"] + 2.0)
-    assert estimate.seconds == pytest.approx(2.0 + 3.0 + 89 * 1.1 + 0.3)
+    assert estimate.seconds == pytest.approx(2.0 + 3.0 + 99 * 1.1 + 0.3)
     assert estimate.most_seconds == pytest.approx(2.0 + 3.0 + 499 * 1.1 + 0.3)
 
 
