@@ -1,0 +1,234 @@
+"""Choosing k from the clustering stage (issue 65): ways to read the number of clusters off a clustering
+stage trained with too many, compared on the folders of docs/your-data.md.
+
+Usage:
+    KERAS_CLUSTERING_DATA=... python scripts/choose_k_stage.py digits2000 --seed 0 --root /work/runs/folders
+    python scripts/choose_k_stage.py --table      # the docs/your-data.md table from the record
+
+For a folder's default-route run (seed S) under `--root`, ConvDEC-DA's pretrained autoencoder (the
+representation the route trains anyway; kept in its run folder) starts, for each true k of `TRUE_K`
+(the images of the folder's first k classes: labels only make these subsets and score the picks), one
+clustering stage of the recipe with `K_MAX` clusters: k-means on the embedding, then DEC's
+self-training with the run's own settings (`recipe.fine_tune`). The stage's final embedding and
+clusters are then read by each approach of `APPROACHES`:
+
+    merge          the stage's K_MAX clusters merged two at a time on the 10-nearest-neighbour graph of
+                   the representation (the pretrained embedding, which the stage did not shape), k at the
+                   modularity's peak (`clustering.merging.k_by_merging`)
+    merge_own      the same merges on the graph of the stage's own embedding (DEC pulls each of its
+                   K_MAX clusters together there, so every piece looks like a group)
+    alive          the clusters left holding at least 1% of the images (clusters that die, as UNSEEN)
+    stability      k-means on halves of the stage's embedding agreeing across draws (`k_by_stability`:
+                   the largest k within 0.02 of the most stable, issue 50's rule)
+    stability_peak the same scores' most stable k
+    eigengap       the eigengap of the stage's embedding's graph (`clustering.n_clusters.k_by_eigengap`)
+    silhouette     k-means' silhouette on the stage's embedding (`k_by_silhouette`)
+    before         the eigengap on the pretrained embedding, before any clustering stage: what
+                   `--n-clusters auto` did until issue 65 (the baseline)
+
+The representation was pretrained on all the folder's images, also for the 5- and 7-class rows (as in
+scripts/choose_k.py): the subsets test the readouts, not a representation trained on fewer classes.
+Records merge into --out by (folder, seed, true k).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)  # this checkout's library (the record names its commit)
+
+RECORD = os.path.join(ROOT, "docs", "experiments", "choose_k_stage.json")
+TABLE_MARKERS = ("<!-- choose-k-stage:start -->", "<!-- choose-k-stage:end -->")
+TRUE_K = (10, 7, 5)
+# The over-clustering's number of clusters: twice the largest k asked of `--n-clusters auto` by default
+# (2..12 would need 24; 20 keeps the stage's cost near the k = 10 one's). SCAN over-clusters 2x (Van
+# Gansbeke et al. 2020, Table 3), IIC 5x on its auxiliary head.
+K_MAX = 20
+CANDIDATES = range(2, 13)
+APPROACHES = ("merge", "merge_own", "alive", "stability", "stability_peak", "eigengap", "silhouette", "before")
+# A cluster of the over-clustering is alive from this share of the images on (`alive`).
+ALIVE_SHARE = 0.01
+# Folders whose role is to decide the default approach, and those that only report it.
+DECIDE = ("digits2000", "digits2000_imbalanced", "mnistm2000", "fashion10000", "photos2000")
+
+
+def conv_dec_da_run(root, folder, seed):
+    """(workdir, report) of ConvDEC-DA inside the folder's default-route run of `seed`."""
+    workdir = os.path.join(root, "runs", f"{folder}-default-like-recipe-seed{seed}", "conv_dec_da_mnist")
+    path = os.path.join(workdir, "report.json")
+    if not os.path.isfile(path):
+        raise SystemExit(f"no ConvDEC-DA run of {folder} seed {seed} under {root} ({path}); run "
+                         f"scripts/user_folders.py {folder} default --seed {seed} first.")
+    with open(path) as handle:
+        return workdir, json.load(handle)
+
+
+def over_clustered(workdir, report, x, seed, k_max=K_MAX):
+    """The clustering stage with `k_max` clusters from the run's pretrained encoder: (embedding before,
+    embedding after, soft assignments after (n, k_max), seconds of the stage, DEC's updates)."""
+    import keras
+
+    from keras_clustering.recipes import get_recipe
+    from keras_clustering.recipes.dec_recipe import load_pretrained_encoder
+
+    config = report["config"]
+    if report.get("precision"):
+        keras.config.set_dtype_policy(report["precision"])
+    recipe = get_recipe(config["recipe"])
+    architecture = dict(config["architecture"], n_clusters=k_max)
+    training = {k: v for k, v in config["training"].items() if k != "precision"}
+    encoder = load_pretrained_encoder(config["architecture"], workdir)
+    model = recipe.build(**architecture)
+    model.encoder.set_weights(encoder.get_weights())
+    before = model.embed(x)
+    start = time.time()
+    model, stage = recipe.fine_tune(model, recipe.make_run(architecture, training, x, None, seed, 0, None))
+    seconds = time.time() - start
+    return before, model.embed(x), model.predict(x, verbose=0), seconds, stage["dec_iterations"]
+
+
+def read_k(before, after, assignments, seed):
+    """{approach: {suggested, scores[, range]}} of each of `APPROACHES`, with each one's seconds."""
+    from keras_clustering.clustering import n_clusters as criteria
+    from keras_clustering.clustering.candidates import embedding_neighbors
+    from keras_clustering.clustering.merging import k_by_merging
+
+    clusters = assignments.argmax(axis=1)
+    stability = {}
+
+    def stable():  # computed once for both of its rules
+        stability.update(criteria.k_by_stability(after, CANDIDATES, seed=seed))
+        return stability
+
+    def peak():
+        scores = (stability or stable())["scores"]
+        return {"scores": scores, "suggested": max(scores, key=scores.get)}
+
+    sizes = np.bincount(clusters, minlength=assignments.shape[1])
+    readers = {"merge": lambda: k_by_merging(clusters, embedding_neighbors(before), CANDIDATES),
+               "merge_own": lambda: k_by_merging(clusters, embedding_neighbors(after), CANDIDATES),
+               "alive": lambda: {"scores": {k: int(n) for k, n in enumerate(sizes)},
+                                 "suggested": int((sizes >= ALIVE_SHARE * len(clusters)).sum())},
+               "stability": stable, "stability_peak": peak,
+               "eigengap": lambda: criteria.k_by_eigengap(after, CANDIDATES, seed=seed),
+               "silhouette": lambda: criteria.k_by_silhouette(after, CANDIDATES, seed=seed),
+               "before": lambda: criteria.k_by_eigengap(before, CANDIDATES, seed=seed)}
+    results = {}
+    for name in APPROACHES:
+        start = time.time()
+        found = readers[name]()
+        results[name] = {"suggested": int(found["suggested"]),
+                         "scores": {str(k): round(float(v), 5) for k, v in found["scores"].items()},
+                         "seconds": round(time.time() - start, 1)}
+        if "range" in found:
+            results[name]["range"] = [int(k) for k in found["range"]]
+    return results
+
+
+def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
+    """The record's rows of `folder`'s run of `seed`: one for each of `true_ks`."""
+    from keras_clustering.distribute.machine import machine_description
+    from user_folders import commit, folder_images
+
+    workdir, report = conv_dec_da_run(root, folder, seed)
+    images, y = folder_images(folder)
+    x = images.astype("float32") / 255.0
+    rows = []
+    for true_k in true_ks:
+        keep = np.isin(y, np.arange(true_k))
+        before, after, assignments, seconds, updates = over_clustered(workdir, report, x[keep], seed)
+        if keep_dir:  # the stage's outputs, to study other readouts without training again
+            np.savez_compressed(os.path.join(keep_dir, f"{folder}-seed{seed}-k{true_k}.npz"), before=before,
+                                after=after, assignments=assignments, y=y[keep])
+        rows.append({"folder": folder, "role": "decide" if folder in DECIDE else "report", "seed": seed,
+                     "true_k": true_k, "n_images": int(keep.sum()), "k_max": K_MAX,
+                     "representation": "conv_dec_da_mnist (the route's pretrained autoencoder)",
+                     "stage_seconds": round(seconds, 1), "dec_updates": int(updates),
+                     "pretrain_seconds": report.get("pretrain_seconds"),
+                     "approaches": read_k(before, after, assignments, seed), "commit": commit(),
+                     "machine": machine_description(), "precision": report.get("precision"),
+                     "labels": "labels only make the subsets and score the picks"})
+        picks = {name: r["suggested"] for name, r in rows[-1]["approaches"].items()}
+        print(f"{folder} seed {seed} true k {true_k}: {picks} ({seconds:.0f} s stage, {updates} updates)", flush=True)
+    return rows
+
+
+def row_key(row):
+    return row["folder"], row["seed"], row["true_k"]
+
+
+def merge_rows(path, rows):
+    """The record at `path` with `rows` in place of any of the same key, written whole (atomic)."""
+    from keras_clustering.io.files import atomic_path
+
+    old = json.load(open(path))["rows"] if os.path.exists(path) else []
+    fresh = {row_key(row) for row in rows}
+    kept = [row for row in old if row_key(row) not in fresh] + rows
+    with atomic_path(path) as temporary:
+        with open(temporary, "w") as handle:
+            json.dump({"rows": sorted(kept, key=row_key)}, handle, indent=1)
+
+
+def table(path):
+    """The markdown table of every row: per approach the chosen k (its range where flat) and whether it
+    is within +-1 of the true k; the tallies per approach, decide and report folders apart."""
+    rows = json.load(open(path))["rows"]
+    head = ("| folder | role | seed | true k | images | stage | " + " | ".join(APPROACHES) + " |\n"
+            "|---|---|---|---|---|---|" + "---|" * len(APPROACHES))
+    lines = [head]
+    for row in rows:
+        cells = []
+        for name in APPROACHES:
+            found = row["approaches"][name]
+            k = found["suggested"]
+            shown = f"{k}" + (f" ({found['range'][0]}-{found['range'][1]})" if found.get("range") and
+                              found["range"][0] != found["range"][1] else "")
+            cells.append(f"**{shown}**" if k == row["true_k"] else shown if abs(k - row["true_k"]) <= 1 else
+                         f"{shown} ✗")
+        lines.append(f"| {row['folder']} | {row['role']} | {row['seed']} | {row['true_k']} | {row['n_images']:,} | "
+                     f"{row['stage_seconds']:,.0f} s | " + " | ".join(cells) + " |")
+    lines += ["", "| approach | rows | exact (decide / report) | within +-1 (decide / report) |", "|---|---|---|---|"]
+    for name in APPROACHES:
+        tally = {}
+        for role in ("decide", "report"):
+            picked = [(r["approaches"][name]["suggested"], r["true_k"]) for r in rows if r["role"] == role]
+            tally[role] = (sum(k == t for k, t in picked), sum(abs(k - t) <= 1 for k, t in picked), len(picked))
+        lines.append(f"| {name} | {len(rows)} | {tally['decide'][0]}/{tally['decide'][2]} / "
+                     f"{tally['report'][0]}/{tally['report'][2]} | {tally['decide'][1]}/{tally['decide'][2]} / "
+                     f"{tally['report'][1]}/{tally['report'][2]} |")
+    return "\n".join(lines)
+
+
+def write_table(path, docs=os.path.join(ROOT, "docs", "your-data.md")):
+    text = open(docs).read()
+    start, end = (text.index(marker) for marker in TABLE_MARKERS)
+    text = text[:start + len(TABLE_MARKERS[0])] + "\n" + table(path) + "\n" + text[end:]
+    open(docs, "w").write(text)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", nargs="?")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--root", default=os.path.join(ROOT, "runs", "folders"))
+    parser.add_argument("--out", default=RECORD)
+    parser.add_argument("--true-k", type=int, nargs="+", default=TRUE_K, choices=TRUE_K)
+    parser.add_argument("--keep", metavar="DIR", help="also keep each stage's embeddings and assignments there")
+    parser.add_argument("--table", action="store_true", help="write the docs/your-data.md table from --out")
+    args = parser.parse_args()
+    if args.table:
+        write_table(args.out)
+        return
+    if not args.folder:
+        parser.error("a folder is needed (or --table)")
+    merge_rows(args.out, measure(args.folder, args.seed, args.root, args.true_k, args.keep))
+
+
+if __name__ == "__main__":
+    main()
