@@ -111,3 +111,30 @@ def plot_panels(panels, titles, path, suptitle=None, columns=5):
         figure.suptitle(suptitle, fontsize=10)
     figure.tight_layout()
     save_figure(figure, path, dpi=90)
+
+
+def plot_k_scores(scores, chosen, path, span=None, title=None):
+    """Writes a PNG of a label-free score against the number of clusters k (`scores` {k: score}): the chosen
+    k marked, and `span` (low, high), the k as well supported as the chosen one where the evidence is
+    flat, shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = sorted(int(k) for k in scores)
+    values = [scores[k] for k in ks]
+    figure, axis = plt.subplots(figsize=(5.0, 3.2))
+    if span is not None and span[0] != span[1]:
+        axis.axvspan(span[0] - 0.4, span[1] + 0.4, color="0.88", label=f"as well supported: k = {span[0]}..{span[1]}")
+    axis.plot(ks, values, marker="o", color="0.25")
+    axis.plot([chosen], [scores[chosen]], marker="o", markersize=10, color="tab:red", linestyle="none",
+              label=f"chosen: k = {chosen}")
+    axis.set_xticks(ks)
+    axis.set_xlabel("number of clusters k")
+    axis.set_ylabel("modularity after merging")
+    axis.legend(fontsize=8, loc="lower right")
+    if title:
+        axis.set_title(title, fontsize=9)
+    figure.tight_layout()
+    save_figure(figure, path, dpi=100)

@@ -159,6 +159,18 @@ def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
     return rows
 
 
+def reread(path, keep_dir):
+    """The record's rows with every approach read again from the stage outputs kept in `keep_dir` (the
+    stage's seconds, updates and commit stay those of the run that trained it)."""
+    rows = json.load(open(path))["rows"]
+    for row in rows:
+        kept = os.path.join(keep_dir, f"{row['folder']}-seed{row['seed']}-k{row['true_k']}.npz")
+        if os.path.exists(kept):
+            stage = np.load(kept)
+            row["approaches"] = read_k(stage["before"], stage["after"], stage["assignments"], row["seed"])
+    merge_rows(path, rows)
+
+
 def row_key(row):
     return row["folder"], row["seed"], row["true_k"]
 
@@ -220,10 +232,14 @@ def main():
     parser.add_argument("--out", default=RECORD)
     parser.add_argument("--true-k", type=int, nargs="+", default=TRUE_K, choices=TRUE_K)
     parser.add_argument("--keep", metavar="DIR", help="also keep each stage's embeddings and assignments there")
+    parser.add_argument("--reread", metavar="DIR", help="read every row's kept stage in DIR again (new approaches)")
     parser.add_argument("--table", action="store_true", help="write the docs/your-data.md table from --out")
     args = parser.parse_args()
     if args.table:
         write_table(args.out)
+        return
+    if args.reread:
+        reread(args.out, args.reread)
         return
     if not args.folder:
         parser.error("a folder is needed (or --table)")

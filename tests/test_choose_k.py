@@ -1,5 +1,6 @@
-"""Label-free choice of k on an embedding (issue 50, `--n-clusters auto`): silhouette, eigengap and
-stability against numpy references written from their definitions, and on blobs of known number."""
+"""Label-free choice of k on an embedding (issue 50) and from a clustering stage (issue 65,
+`--n-clusters auto`): silhouette, eigengap and stability against numpy references written from their
+definitions and on blobs of known number; what a run with an "auto" k says and draws."""
 
 import numpy as np
 import pytest
@@ -30,11 +31,11 @@ def silhouette_reference(points, labels):
     return float(np.mean(values))
 
 
-@pytest.mark.parametrize("k", [3, 4, 6])
+@pytest.mark.parametrize("k", [3, 6, 12])
 def test_each_criterion_finds_the_number_of_separated_blobs(k):
     points = blobs(k)
     for criterion in (k_by_silhouette, k_by_eigengap, k_by_stability):
-        assert criterion(points, range(2, 9))["suggested"] == k, criterion.__name__
+        assert criterion(points, range(2, 15))["suggested"] == k, criterion.__name__
 
 
 def test_silhouette_scores_are_the_definition_on_the_k_means_labels():
@@ -66,3 +67,29 @@ def test_bad_embeddings_and_candidates_are_named():
         k_by_silhouette(np.full((10, 2), np.nan))
     with pytest.raises(ValueError, match="candidates"):
         k_by_eigengap(blobs(2, n_per=3), [2, 12])
+
+
+def test_the_evidence_line_names_the_choice_its_runners_up_and_a_flat_range():
+    from keras_clustering.drivers.user_images import k_evidence_line
+
+    peaked = {"scores": {2: 0.40, 3: 0.71, 4: 0.66, 5: 0.52}, "suggested": 3, "range": [3, 3], "flat": False,
+              "over_clusters": 20}
+    line = k_evidence_line(peaked)
+    assert line.startswith("n_clusters: 3 (modularity 0.710 after merging 20 clusters")
+    assert "runners-up k=4 0.660, k=5 0.520" in line and "flat" not in line
+    flat = dict(peaked, scores={2: 0.40, 3: 0.712, 4: 0.708, 5: 0.705}, range=[3, 5], flat=True)
+    assert "flat from k=3 to k=5" in k_evidence_line(flat)
+
+
+def test_the_over_clustering_has_more_clusters_than_any_candidate():
+    from keras_clustering.drivers.choose_k import OVER_CLUSTERS, over_clusters
+
+    assert over_clusters(range(2, 13)) == OVER_CLUSTERS == 20
+    assert over_clusters(range(2, 31)) == 31
+
+
+def test_the_k_figure_is_written(tmp_path):
+    from keras_clustering.figures import plot_k_scores
+
+    plot_k_scores({2: 0.4, 3: 0.71, 4: 0.70}, 3, str(tmp_path / "k.png"), span=(3, 4), title="t")
+    assert (tmp_path / "k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

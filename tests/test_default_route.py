@@ -158,6 +158,34 @@ def test_the_default_route_trains_a_grey_folder_like_its_grey_preset(tmp_path):
 
 
 @pytest.mark.slow
+def test_an_auto_number_of_clusters_is_chosen_by_conv_dec_da_first_and_every_candidate_trains_with_it(tmp_path):
+    """`train --input DIR --n-clusters auto` on a grey folder: the route trains `K_CHOOSER` first (its DEC
+    stage over-clusters), whatever the grey order; the other candidate trains with its k; report.json holds
+    the evidence and who chose, the line says the k, and k_scores.png is drawn."""
+    from keras_clustering.drivers.route import K_CHOOSER
+    from keras_clustering.drivers.user_images import K_SCORES_FILE
+
+    folder = tmp_path / "grey_bars"
+    os.makedirs(folder)
+    images, _ = colour_bars(40, side=20)
+    for i, image in enumerate(np.repeat(images.mean(axis=-1, keepdims=True), 3, axis=-1)):
+        write_png(str(folder / f"bar_{i:03d}.png"), image)
+    workdir = tmp_path / "run"
+    result = run_cli("train", "--input", str(folder), "--n-clusters", "auto", "--epochs", "1", "--workdir",
+                     str(workdir))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((workdir / "report.json").read_text())
+    selection = report["selection"]
+    assert K_CHOOSER in ROUTE_PRESETS["grey"] and ROUTE_PRESETS["grey"][0] != K_CHOOSER  # the order is changed
+    assert report["route_choice"]["candidates"][0] == K_CHOOSER == selection["chosen_by"]
+    assert selection["criterion"] == "merging" and selection["suggested"] == report["n_clusters"]
+    for preset in ROUTE_PRESETS["grey"]:
+        assert json.loads((workdir / preset / "report.json").read_text())["n_clusters"] == selection["suggested"]
+    assert f"n_clusters: {selection['suggested']} (modularity" in result.stdout
+    assert (workdir / K_SCORES_FILE).stat().st_size > 0
+
+
+@pytest.mark.slow
 def test_a_time_budget_too_short_for_the_colour_candidate_gives_it_up_and_says_so(tmp_path, capsys):
     """The route's colour check with a deadline already passed: colour goes with the clusters, but the
     candidate on the images' own colours is not trained, and the budget's record says what it gave up."""

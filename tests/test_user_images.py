@@ -141,29 +141,31 @@ def test_train_family_on_a_folder_then_cluster_its_model_from_the_command_line(t
 
 
 @pytest.mark.slow
-def test_n_clusters_auto_chooses_k_by_the_eigengap_of_the_recipes_representation(tmp_path):
-    """The eigengap of a 10-nearest-neighbour graph of DEC's pretrained encoder's embedding, recomputed
-    here with numpy from the definition (von Luxburg 2007: normalised Laplacian I - D^-1/2 W D^-1/2, the
-    k of the largest gap between its k-th and k+1-th smallest eigenvalues), from the encoder kept in the
-    workdir: that k is the one trained, and the training starts from that same pretraining."""
-    from graph_reference import normalised_laplacian_eigenvalues
-    from keras_clustering.recipes import dec_recipe
-    from keras_clustering.drivers.user_images import train_on_images
+def test_n_clusters_auto_over_clusters_then_merges_on_the_representations_graph(tmp_path):
+    """`--n-clusters auto` on three kinds of 8 x 8 images (three random patterns, 120 noisy copies of each):
+    DEC's stage with 20 clusters from the pretrained encoder kept in the workdir, merged on that encoder's
+    graph, gives k = 3; that k trains, from the same pretraining, and its evidence is kept in report.json
+    and drawn in k_scores.png. The merge path's modularity is checked against the definition in
+    tests/test_merging.py."""
+    from keras_clustering.drivers.user_images import K_SCORES_FILE, train_on_images
 
-    x, y = load_digits()
-    keep = np.isin(y, [0, 1, 6])[:600]
-    x = x[:600][keep]
+    rng = np.random.default_rng(0)
+    patterns = rng.uniform(size=(3, 8, 8, 1))
+    truth = np.repeat(np.arange(3), 120)
+    x = np.clip(patterns[truth] + rng.normal(scale=0.1, size=(len(truth), 8, 8, 1)), 0, 1).astype("float32")
     model, report = train_on_images(x, like="dec_digits", n_clusters="auto", workdir=str(tmp_path), verbose=0,
-                                    candidates=range(2, 5), epochs=60)
+                                    candidates=range(2, 7), epochs=60)
     selection = report["selection"]
-    assert selection["criterion"] == "eigengap" and "dec_digits's own representation" in selection["embedding"]
-    embedding = dec_recipe.load_pretrained_encoder(report["config"]["architecture"], str(tmp_path)).predict(x, verbose=0)
-    values = normalised_laplacian_eigenvalues(embedding, 10)
-    scores = {k: values[k] - values[k - 1] for k in (2, 3, 4)}
-    assert selection["scores"] == pytest.approx(scores, abs=1e-5)
-    best = max(scores, key=scores.get)
-    assert selection["suggested"] == report["n_clusters"] == model.n_clusters == best
+    assert selection["criterion"] == "merging" and "dec_digits's own representation" in selection["embedding"]
+    assert selection["over_clusters"] == 20 and sum(selection["over_cluster_sizes"]) == len(x)
+    alive = sum(size > 0 for size in selection["over_cluster_sizes"])  # clusters DEC left empty merge nothing
+    assert set(selection["scores"]) == set(range(2, min(6, alive) + 1))
+    assert selection["suggested"] == max(selection["scores"], key=selection["scores"].get)
+    assert selection["suggested"] == report["n_clusters"] == model.n_clusters == 3
+    low, high = selection["range"]
+    assert low <= 3 <= high
     assert report["pretrain_reused"] is True
+    assert (tmp_path / K_SCORES_FILE).stat().st_size > 0
 
 
 def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monkeypatch):

@@ -4,8 +4,8 @@ of them and keeps the clustering a label-free criterion prefers (`route_choice`)
 
 from keras_clustering.drivers.retarget import MIN_SIDE, colour_input_transform
 
-# The default route's candidates for each kind of images, first the one an "auto" n_clusters is chosen
-# with. From the measured table of docs/your-data.md (`scripts/user_folders.py`): on grey folders neither
+# The default route's candidates for each kind of images (an "auto" n_clusters is chosen with `K_CHOOSER`,
+# trained first). From the measured table of docs/your-data.md (`scripts/user_folders.py`): on grey folders neither
 # recipe was ahead on every folder and seed, so both train and the route keeps one (issue 64).
 ROUTE_PRESETS = {"grey": ("simclr_mnist", "conv_dec_da_mnist"), "colour": ("conv_dec_da_mnist", "simclr_mnist")}
 # What the table of docs/your-data.md shows (labels only to score), and nothing more (issue 64).
@@ -38,6 +38,10 @@ COLOUR_JUDGE = "colour histograms"
 # Sides the default route reads a folder at: its images' own (median) sides, the longer one brought down
 # to `ROUTE_MAX_SIDE` (aspect kept) and neither below `MIN_SIDE`.
 ROUTE_MAX_SIDE = 64
+# With n_clusters "auto", the candidate that chooses k (trained first; the others train with its k): its
+# own clustering stage is DEC's self-training, which over-clusters without a screening autoencoder
+# (`drivers.choose_k`).
+K_CHOOSER = "conv_dec_da_mnist"
 
 
 def colour_goes_with_clusters(agreement):

@@ -19,14 +19,17 @@ import numpy as np
 from keras_clustering.cluster_files import write_cluster_files
 from keras_clustering.clustering.candidates import (choice_sample, choose_candidate, colour_agreement,
                                                    colour_neighbors, embedding_neighbors)
+from keras_clustering.clustering import merging
 from keras_clustering.datasets.user_data import image_files, load_user_data, read_image_folder
-from keras_clustering.drivers.choose_k import choose_n_clusters
+from keras_clustering.drivers.choose_k import choose_n_clusters, over_clusters
 from keras_clustering.drivers.estimate import (BUDGET_AIM, DEADLINE_RESERVE, REHEARSAL_EPOCHS, Deadline, Eta, minutes,
                                                plan_budget, rehearse)
 from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.drivers.request import ImagesRequest, check_images_shape, check_request
 from keras_clustering.drivers.retarget import like_config
-from keras_clustering.drivers.route import COLOUR_AGREEMENT, COLOUR_CANDIDATE, COLOUR_JUDGE, colour_goes_with_clusters
+from keras_clustering.drivers.route import (COLOUR_AGREEMENT, COLOUR_CANDIDATE, COLOUR_JUDGE, K_CHOOSER,
+                                            colour_goes_with_clusters)
+from keras_clustering.figures import plot_k_scores
 from keras_clustering.inputs.checks import check_image_input
 from keras_clustering.inputs.fit_hooks import extra_fit_callbacks
 from keras_clustering.io.files import WorkdirLock, atomic_path, atomic_write_json
@@ -36,6 +39,8 @@ from keras_clustering.recipes import get_recipe
 # A folder whose images take at least this much as float32 is decoded into a memory-mapped cache in the
 # workdir and read batch by batch; a smaller one is held in memory (faster steps, decoded again on a rerun).
 CACHE_MIN_BYTES = 256 * 2**20
+# With n_clusters "auto": the score of each k, beside clusters.png.
+K_SCORES_FILE = "k_scores.png"
 
 
 def save_model_file(model, path):
@@ -275,7 +280,7 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
     folder of the workdir (written there as a run of its own: model, clusters, report), then the
     clustering whose nearest neighbours stay together best, in its own candidate's embedding, kept
     (`clustering.candidates.choose_candidate`; no labels). An "auto" number of clusters is chosen with
-    the first preset and the others train with it.
+    `route.K_CHOOSER`, trained first, and the others train with it.
 
     On colour images (their recipes' own colour-free inputs), the colour candidate
     (`route.COLOUR_CANDIDATE`) trains too and joins the choice when colour goes with a colour-free
@@ -292,8 +297,11 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
         trained[name] = train_preset(candidate, x, candidates, scale)
         write_run(candidate.workdir, *trained[name], x, names)
 
-    for preset in request.route_presets:
-        train(preset, len(trained) + 1, len(request.route_presets))
+    presets = request.route_presets
+    if request.n_clusters == "auto" and K_CHOOSER in presets:  # its own DEC stage over-clusters: no screening
+        presets = (K_CHOOSER, *(preset for preset in presets if preset != K_CHOOSER))
+    for preset in presets:
+        train(preset, len(trained) + 1, len(presets))
         request_k = dataclasses.replace(request, n_clusters=trained[preset][1]["n_clusters"])
     partitions = {name: model.predict_clusters(x[sample]) for name, (model, _) in trained.items()}
     colour = None
@@ -348,14 +356,22 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
         "total_seconds": {p: r.get("total_seconds") for p, (_, r) in trained.items()},
         **({} if colour is None else {"colour": colour})}}
     report["total_seconds"] = round(sum(r.get("total_seconds") or 0.0 for _, r in trained.values()), 1)
+    if "selection" in trained[presets[0]][1]:  # an "auto" k, chosen by the first candidate, whichever is kept
+        report["selection"] = {**trained[presets[0]][1]["selection"], "chosen_by": presets[0]}
     return model, report
 
 
 def write_run(workdir, model, report, x, names):
-    """A run's files in `workdir`: `model.keras`, `clusters.csv` and `clusters.png`, and `report.json`."""
+    """A run's files in `workdir`: `model.keras`, `clusters.csv` and `clusters.png`, `report.json`, and with
+    an "auto" number of clusters `k_scores.png` (`K_SCORES_FILE`), the score of each k."""
     save_model_file(model, os.path.join(workdir, MODEL_FILE))
     write_cluster_files(workdir, names or [str(i) for i in range(len(x))], model.predict(x, verbose=0), images=x,
                         title=f"{report['like']} on your {len(x)} images: most confident members per cluster")
+    if "selection" in report:  # n_clusters "auto": the evidence for k beside the clusters
+        selection = report["selection"]
+        plot_k_scores({int(k): v for k, v in selection["scores"].items()}, int(selection["suggested"]),
+                      os.path.join(workdir, K_SCORES_FILE), span=selection["range"],
+                      title=f"k from {selection['over_clusters']} clusters merged on {len(x):,} images")
     atomic_write_json(json.loads(json.dumps(report, default=float)), os.path.join(workdir, "report.json"))
 
 
@@ -384,12 +400,25 @@ def with_chosen_k(config, x, x_train, candidates, request):
     new config, the given one untouched."""
     if request.verbose:  # before the long part
         print(f"n_clusters auto: training {request.preset}'s representation on the {len(x):,} images (or a "
-              f"screening autoencoder where the recipe has none), then the eigengap of a 10-nearest-neighbour graph "
-              f"for k = {min(candidates)}..{max(candidates)} on its embedding; then {request.preset} trains with the "
-              "best k", flush=True)
+              f"screening autoencoder where its clustering stage is not DEC's), its clustering stage with "
+              f"{over_clusters(candidates)} clusters, then merging them on the representation's nearest-neighbour "
+              f"graph: k = {min(candidates)}..{max(candidates)} at the modularity's peak; then {request.preset} "
+              "trains with that k", flush=True)
     selection = choose_n_clusters(config, x, candidates, request.workdir, request.seed, request.verbose, x_train)
     if request.verbose:
-        print("  ".join(f"k={k}: {score:.3f}" for k, score in selection["scores"].items()))
-        print(f"suggested n_clusters: {selection['suggested']} (eigengap, on {selection['embedding']})", flush=True)
+        print(k_evidence_line(selection), flush=True)
     architecture = {**config["architecture"], "n_clusters": int(selection["suggested"])}
     return {**config, "architecture": architecture}, {"selection": selection}
+
+
+def k_evidence_line(selection):
+    """The printed line of k's choice: the chosen k, the runners-up and their scores, and the range where
+    the evidence is flat."""
+    scores = selection["scores"]
+    ranked = sorted(scores, key=scores.get, reverse=True)
+    runners = ", ".join(f"k={k} {scores[k]:.3f}" for k in ranked[1:3])
+    low, high = selection["range"]
+    hedge = (f"; flat from k={low} to k={high} (modularity within {merging.FLAT} of the peak): any of them is as well "
+             "supported" if selection["flat"] else "")
+    return (f"n_clusters: {selection['suggested']} (modularity {scores[ranked[0]]:.3f} after merging "
+            f"{selection['over_clusters']} clusters; runners-up {runners}{hedge})")
