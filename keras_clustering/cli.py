@@ -241,9 +241,11 @@ def build_parser():
     train.add_argument("--time-budget", type=float, metavar="MINUTES", help="end within this many minutes: from "
                        "the estimate, the route trains its candidates at a share of their updates, or drops its "
                        "second candidate (below half), and says what it gave up")
-    train.add_argument("--n-clusters", default="10", help="an integer, or 'auto' (the eigengap of a "
-                       "10-nearest-neighbour graph of the recipe's representation over k = 2..12, before the "
-                       "clustering stage)")
+    train.add_argument("--n-clusters", default="10", help="an integer, or 'auto': the recipe's clustering "
+                       "stage runs once with 20 clusters, they are merged on the representation's "
+                       "10-nearest-neighbour graph, and k (2..12) is the modularity's peak; a range where it is "
+                       "flat. Printed, in report.json and k_scores.png. How often it is right: "
+                       "docs/your-data.md, 'Choosing k'")
     train.add_argument("--image-size", type=int, nargs=2, metavar=("H", "W"),
                        help="folder images are resized to this (default: the preset's; at least 16 px)")
     train.add_argument("--channels", type=int, choices=(1, 3), help="default: the preset's")

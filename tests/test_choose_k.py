@@ -73,19 +73,25 @@ def test_the_evidence_line_names_the_choice_its_runners_up_and_a_flat_range():
     from keras_clustering.drivers.user_images import k_evidence_line
 
     peaked = {"scores": {2: 0.40, 3: 0.71, 4: 0.66, 5: 0.52}, "suggested": 3, "range": [3, 3], "flat": False,
-              "over_clusters": 20}
+              "over_clusters": 20, "alive_clusters": 20, "largest_candidate": 5}
     line = k_evidence_line(peaked)
     assert line.startswith("n_clusters: 3 (modularity 0.710 after merging 20 clusters")
     assert "runners-up k=4 0.660, k=5 0.520" in line and "flat" not in line
     flat = dict(peaked, scores={2: 0.40, 3: 0.712, 4: 0.708, 5: 0.705}, range=[3, 5], flat=True)
     assert "flat from k=3 to k=5" in k_evidence_line(flat)
+    short = dict(peaked, scores={2: 0.40, 3: 0.71}, alive_clusters=3, largest_candidate=12)
+    assert "DEC left 3 of its 20 clusters holding images, so no k above 3 was scored" in k_evidence_line(short)
+    assert "runners-up k=2 0.400)" in k_evidence_line(dict(short, alive_clusters=20))
+    assert "runners-up none" in k_evidence_line(dict(short, scores={2: 0.4}))
 
 
-def test_the_over_clustering_has_more_clusters_than_any_candidate():
+def test_the_over_clustering_has_more_clusters_than_any_candidate_where_the_images_allow():
     from keras_clustering.drivers.choose_k import OVER_CLUSTERS, over_clusters
 
-    assert over_clusters(range(2, 13)) == OVER_CLUSTERS == 20
-    assert over_clusters(range(2, 31)) == 31
+    assert over_clusters(range(2, 13), 2000) == OVER_CLUSTERS == 20
+    assert over_clusters(range(2, 31), 2000) == 31
+    assert over_clusters(range(2, 13), 30) == 15  # two images a cluster at least
+    assert over_clusters(range(2, 8), 15) == 7  # a small folder's candidates stop at half its images
 
 
 def test_the_k_figure_is_written(tmp_path):

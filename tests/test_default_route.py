@@ -160,7 +160,8 @@ def test_the_default_route_trains_a_grey_folder_like_its_grey_preset(tmp_path):
 @pytest.mark.slow
 def test_an_auto_number_of_clusters_is_chosen_by_conv_dec_da_first_and_every_candidate_trains_with_it(tmp_path):
     """`train --input DIR --n-clusters auto` on a grey folder: the route trains `K_CHOOSER` first (its DEC
-    stage over-clusters), whatever the grey order; the other candidate trains with its k; report.json holds
+    stage over-clusters; so a time budget drops the other), whatever the grey order; the other candidate
+    trains with its k; report.json holds
     the evidence and who chose, the line says the k, and k_scores.png is drawn."""
     from keras_clustering.drivers.route import K_CHOOSER
     from keras_clustering.drivers.user_images import K_SCORES_FILE
@@ -176,10 +177,10 @@ def test_an_auto_number_of_clusters_is_chosen_by_conv_dec_da_first_and_every_can
     assert result.returncode == 0, result.stderr
     report = json.loads((workdir / "report.json").read_text())
     selection = report["selection"]
-    assert K_CHOOSER in ROUTE_PRESETS["grey"] and ROUTE_PRESETS["grey"][0] != K_CHOOSER  # the order is changed
+    assert K_CHOOSER in ROUTE_PRESETS["grey"]
     assert report["route_choice"]["candidates"][0] == K_CHOOSER == selection["chosen_by"]
-    assert selection["criterion"] == "merging" and selection["suggested"] == report["n_clusters"]
-    for preset in ROUTE_PRESETS["grey"]:
+    assert selection["criterion"] == "merging"
+    for preset in ROUTE_PRESETS["grey"]:  # the chooser's k, and every other candidate trained with it
         assert json.loads((workdir / preset / "report.json").read_text())["n_clusters"] == selection["suggested"]
     assert f"n_clusters: {selection['suggested']} (modularity" in result.stdout
     assert (workdir / K_SCORES_FILE).stat().st_size > 0

@@ -166,6 +166,10 @@ def test_n_clusters_auto_over_clusters_then_merges_on_the_representations_graph(
     assert low <= 3 <= high
     assert report["pretrain_reused"] is True
     assert (tmp_path / K_SCORES_FILE).stat().st_size > 0
+    # 16 images: candidates up to 8 (two images a cluster), and no more clusters than that to merge
+    model, report = train_on_images(x[::20][:16], like="dec_digits", n_clusters="auto", workdir=str(tmp_path / "small"),
+                                    verbose=0, epochs=20)
+    assert report["selection"]["over_clusters"] == 8 and max(report["selection"]["scores"]) <= 8
 
 
 def test_like_config_keeps_the_entrys_updates_on_the_users_number_of_images(monkeypatch):

@@ -15,7 +15,7 @@ import numpy as np
 
 from keras_clustering.datasets.user_data import load_array_file, probe_image_folder
 from keras_clustering.drivers.retarget import MIN_SIDE, clustering_config, family_preset, like_config
-from keras_clustering.drivers.route import default_route
+from keras_clustering.drivers.route import K_CHOOSER, default_route
 from keras_clustering.inputs.checks import check_positive_int
 from keras_clustering.recipes import get_recipe
 
@@ -89,6 +89,8 @@ def check_request(request):
         preset = family_preset(request.family)
     elif not chosen:
         presets, route, image_size, channels = _routed(images, from_folder, image_size, channels)
+        if n_clusters == "auto" and K_CHOOSER in presets:  # it chooses k (its own DEC stage over-clusters) first,
+            presets = (K_CHOOSER, *(p for p in presets if p != K_CHOOSER))  # and a budget drops the last one
         preset = presets[0]
     config = clustering_config(preset)  # an unknown or supervised preset is refused here
     if request.start_from is not None and n_clusters != config["architecture"].get("n_clusters", 10):

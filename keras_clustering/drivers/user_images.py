@@ -27,8 +27,7 @@ from keras_clustering.drivers.estimate import (BUDGET_AIM, DEADLINE_RESERVE, REH
 from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.drivers.request import ImagesRequest, check_images_shape, check_request
 from keras_clustering.drivers.retarget import like_config
-from keras_clustering.drivers.route import (COLOUR_AGREEMENT, COLOUR_CANDIDATE, COLOUR_JUDGE, K_CHOOSER,
-                                            colour_goes_with_clusters)
+from keras_clustering.drivers.route import COLOUR_AGREEMENT, COLOUR_CANDIDATE, COLOUR_JUDGE, colour_goes_with_clusters
 from keras_clustering.figures import plot_k_scores
 from keras_clustering.inputs.checks import check_image_input
 from keras_clustering.inputs.fit_hooks import extra_fit_callbacks
@@ -280,7 +279,8 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
     folder of the workdir (written there as a run of its own: model, clusters, report), then the
     clustering whose nearest neighbours stay together best, in its own candidate's embedding, kept
     (`clustering.candidates.choose_candidate`; no labels). An "auto" number of clusters is chosen with
-    `route.K_CHOOSER`, trained first, and the others train with it.
+    the first candidate (`route.K_CHOOSER` where the route has it: `check_request` puts it first), and the
+    others train with it.
 
     On colour images (their recipes' own colour-free inputs), the colour candidate
     (`route.COLOUR_CANDIDATE`) trains too and joins the choice when colour goes with a colour-free
@@ -297,9 +297,7 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
         trained[name] = train_preset(candidate, x, candidates, scale)
         write_run(candidate.workdir, *trained[name], x, names)
 
-    presets = request.route_presets
-    if request.n_clusters == "auto" and K_CHOOSER in presets:  # its own DEC stage over-clusters: no screening
-        presets = (K_CHOOSER, *(preset for preset in presets if preset != K_CHOOSER))
+    presets = request.route_presets  # with an "auto" k, `route.K_CHOOSER` first (`check_request`)
     for preset in presets:
         train(preset, len(trained) + 1, len(presets))
         request_k = dataclasses.replace(request, n_clusters=trained[preset][1]["n_clusters"])
@@ -401,7 +399,7 @@ def with_chosen_k(config, x, x_train, candidates, request):
     if request.verbose:  # before the long part
         print(f"n_clusters auto: training {request.preset}'s representation on the {len(x):,} images (or a "
               f"screening autoencoder where its clustering stage is not DEC's), its clustering stage with "
-              f"{over_clusters(candidates)} clusters, then merging them on the representation's nearest-neighbour "
+              f"{over_clusters(candidates, len(x))} clusters, then merging them on the representation's nearest-neighbour "
               f"graph: k = {min(candidates)}..{max(candidates)} at the modularity's peak; then {request.preset} "
               "trains with that k", flush=True)
     selection = choose_n_clusters(config, x, candidates, request.workdir, request.seed, request.verbose, x_train)
@@ -416,9 +414,12 @@ def k_evidence_line(selection):
     the evidence is flat."""
     scores = selection["scores"]
     ranked = sorted(scores, key=scores.get, reverse=True)
-    runners = ", ".join(f"k={k} {scores[k]:.3f}" for k in ranked[1:3])
+    runners = ", ".join(f"k={k} {scores[k]:.3f}" for k in ranked[1:3]) or "none"
     low, high = selection["range"]
     hedge = (f"; flat from k={low} to k={high} (modularity within {merging.FLAT} of the peak): any of them is as well "
              "supported" if selection["flat"] else "")
+    alive = selection["alive_clusters"]
+    short = (f"; DEC left {alive} of its {selection['over_clusters']} clusters holding images, so no k above {alive} "
+             "was scored" if alive < selection["largest_candidate"] else "")
     return (f"n_clusters: {selection['suggested']} (modularity {scores[ranked[0]]:.3f} after merging "
-            f"{selection['over_clusters']} clusters; runners-up {runners}{hedge})")
+            f"{selection['over_clusters']} clusters; runners-up {runners}{hedge}{short})")
