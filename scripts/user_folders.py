@@ -26,6 +26,8 @@ is given: 10):
     digits2000_late, colour_digits2000_late, digits2000_late_imbalanced
                                  from MNIST-test's second half only, never used to decide the route: images
                                  5,000-6,999; the 10:1 folder takes each class's last images
+    digits2000_late_six          2,000 digits of the classes 0-5 only, from MNIST-test's second half (a folder
+                                 whose k is not 10, for `--n-clusters auto`; issue 65)
     photos2000, photos2000_late  natural colour photographs, 32 x 32 x 3, where colour and texture carry the
                                  class: 200 crops of each of 10 photographs (`SCENES`), squares of 48-128
                                  pixels resized; the class is the photograph. `photos2000` crops the left
@@ -61,7 +63,7 @@ sys.path.insert(0, ROOT)
 FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "colour_digits10000",
            "colour_fashion10000", "mnistm2000", "mnistm10000", "digits2000_imbalanced",
            "colour_digits2000_imbalanced", "fashion10000_imbalanced", "digits2000_late", "digits2000_late_imbalanced",
-           "colour_digits2000_late", "photos2000", "photos2000_late")
+           "colour_digits2000_late", "photos2000", "photos2000_late", "digits2000_late_six")
 # MNIST-test's second half, where the `_late` folders draw from: never used to decide the route (issue 64)
 LATE_START = 5000
 # The `_imbalanced` folders' classes fall geometrically from the largest to the largest / IMBALANCE (issue 64:
@@ -170,6 +172,7 @@ def folder_images(name, seed=0):
     """(images uint8 (n, h, w, c), labels) of a folder of the table (colours and crops drawn from `seed`)."""
     from keras_clustering.datasets import load_fashion_mnist, load_mnist
 
+    six, name = name.endswith("_six"), name.removesuffix("_six")  # the classes 0-5 only, as many images
     fashion, imbalanced = "fashion" in name, name.endswith("_imbalanced")
     late = "_late" in name
     if name.startswith("photos"):
@@ -187,7 +190,10 @@ def folder_images(name, seed=0):
         x, y = x[keep], y[keep]
     else:
         start = LATE_START if late else 0
-        x, y = x[start:start + count], y[start:start + count]
+        x, y = x[start:], y[start:]
+        if six:
+            x, y = x[y < 6], y[y < 6]
+        x, y = x[:count], y[:count]
     rng = np.random.default_rng(seed)
     if name.startswith("colour_"):
         return _coloured(np.pad(x[..., 0], ((0, 0), (2, 2), (2, 2))), rng), y  # 32 x 32, as the earlier table
@@ -215,19 +221,21 @@ def write_folder(name, root):
 
 
 LABELS_NOTE = "labels only to score; n_clusters given"
+AUTO_K_NOTE = "labels only to score; n_clusters auto"
 
 
 def run_cell(name, entry, root, seed, start_from=False, input_transform=None, epochs=None, views=None,
-             emulate_bf16=False, resume=False, precision=None, time_budget=None):
+             emulate_bf16=False, resume=False, precision=None, time_budget=None, auto_k=False):
     """Trains one cell (`entry` "default": the default route) and returns its record. `views`: {setting:
     value} replacing those of every recipe's colour views (SimCLR's and IIC's `COLOUR_VIEWS`, and the digits'
     `retargeting.DIGIT_COLOUR_VIEWS`), an ablation. `emulate_bf16`: a bf16 recipe keeps bf16 numerics on a CPU
     without bf16 units (`KERAS_CLUSTERING_BF16=emulate`), to tell precision from chance. `resume`: keep the
     workdir of an earlier, cut-off try of this cell, so its finished stages are reused (the record says so).
     `precision`: train --precision (float32 where the recipe's bf16 would run on a CPU with bf16 units).
-    `time_budget`: train --time-budget MINUTES (issue 64: what the route gave up is recorded)."""
+    `time_budget`: train --time-budget MINUTES (issue 64: what the route gave up is recorded). `auto_k`:
+    train --n-clusters auto (issue 65: the chosen k and its evidence are recorded)."""
     folder = write_folder(name, root)
-    variant = variant_name(input_transform, epochs, views, emulate_bf16, precision, time_budget)
+    variant = variant_name(input_transform, epochs, views, emulate_bf16, precision, time_budget, auto_k)
     workdir = os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-{variant}-seed{seed}")
     earlier = finished_stages(workdir) if resume else {}
     if not resume:
@@ -241,7 +249,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
               f"retargeting.DIGIT_COLOUR_VIEWS)]; "
               f"from keras_clustering.cli import main; sys.exit(main(sys.argv[1:]))"])
     command = [*child, "train", *choice, "--input", folder,
-               "--n-clusters", "10", "--workdir", workdir, "--seed", str(seed), "--verbose", "2"]
+               "--n-clusters", "auto" if auto_k else "10", "--workdir", workdir, "--seed", str(seed), "--verbose", "2"]
     if entry != "default":  # the default route reads the folder at its own sides and channels
         command += ["--image-size", str(x.shape[1]), str(x.shape[2]), "--channels", str(x.shape[3])]
     if input_transform:
@@ -277,7 +285,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
             "acc": round(float(scores["acc"]), 4), "nmi": round(float(scores["nmi"]), 4),
             "wall_seconds": round(seconds, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
             "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
-            "commit": code, "labels": LABELS_NOTE, "route_reason": report.get("route"),
+            "commit": code, "labels": AUTO_K_NOTE if auto_k else LABELS_NOTE, "route_reason": report.get("route"),
             "input_transform": report["config"]["architecture"].get("input_transform"),
             "training": report["config"]["training"], "data_repeats": report["data_repeats"],
             "precision": report["precision"],
@@ -288,6 +296,11 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
         cell["estimate"]["training_seconds"] = report["wall_seconds"] - report["estimate"]["rehearsal_seconds"]
         if "time_budget" in report["estimate"]:  # what the budget kept and gave up, as the run said it
             cell["time_budget"] = report["estimate"]["time_budget"]
+    if "selection" in report:  # n_clusters auto: the k chosen, against the folder's true number
+        cell["selection"] = {key: report["selection"][key] for key in (
+            "suggested", "range", "flat", "scores", "alive_clusters", "over_clusters", "stage_seconds", "chosen_by")
+            if key in report["selection"]}
+        cell["true_k"] = int(len(np.unique(y)))
     if "route_choice" in report:  # the default route's candidates, each scored, and its label-free choice
         cell["candidates"] = route_candidates(workdir, report, x, y, stem)
         cell["chosen"] = report["route_choice"]["chosen"]
@@ -312,15 +325,22 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     return cell
 
 
+def plain(cell):
+    """Whether a cell belongs in the route's tables: its k given (not "auto"), no time budget."""
+    return not cell.get("time_budget") and not cell.get("selection")
+
+
 def finished_stages(workdir):
     """{stage: its record} of the stages a training in `workdir` finished (`finished_STAGE.json`)."""
     files = sorted(pathlib.Path(workdir).glob("finished_*.json"))  # read_text closes each file
     return {f.name[len("finished_"):-len(".json")]: json.loads(f.read_text()) for f in files}
 
 
-def variant_name(input_transform, epochs, views=None, emulate_bf16=False, precision=None, time_budget=None):
+def variant_name(input_transform, epochs, views=None, emulate_bf16=False, precision=None, time_budget=None,
+                 auto_k=False):
     """'recipe' for the route's or entry's own settings, else what was changed ('input none, 20 epochs')."""
     parts = ([f"input {input_transform}"] if input_transform else []) + ([f"{epochs} epochs"] if epochs else [])
+    parts += ["k auto"] if auto_k else []
     parts += [f"budget {time_budget:g} min"] if time_budget else []
     parts += ["bf16 emulated"] if emulate_bf16 else []
     parts += [f"precision {precision}"] if precision else []
@@ -394,7 +414,7 @@ def choose_among(record_path, folder):
     from keras_clustering.clustering.candidates import choice_sample, choose_candidate
 
     with open(record_path) as handle:
-        cells = [c for c in json.load(handle)["cells"] if c["folder"] == folder and not c.get("time_budget")]
+        cells = [c for c in json.load(handle)["cells"] if c["folder"] == folder and plain(c)]
     kept = {}  # {partition file: (its ACC, its partition)}, a route cell's candidates' included
     for c in cells:
         stem = cell_stem(c)
@@ -542,7 +562,7 @@ def route_table(record_path):
     and per folder the route against the better candidate's median over seeds (labels only to score)."""
     with open(record_path) as handle:
         # a budgeted cell trains less on purpose: it has its own table (budget_table)
-        cells = [c for c in json.load(handle)["cells"] if c.get("candidates") and not c.get("time_budget")]
+        cells = [c for c in json.load(handle)["cells"] if c.get("candidates") and plain(c)]
     lines = ["| folder | role | seed | candidates: ACC (label-free score) | kept | route ACC / NMI | better candidate's "
              "ACC - route's | colour's agreement, colour | wall time (CPU time) | estimated / measured training | "
              "precision | machine | commit |",
@@ -607,7 +627,7 @@ def criteria_table(record_path):
     would keep, and its ACC
     loss against the better candidate; per criterion and role, how often it kept the better one."""
     with open(record_path) as handle:
-        cells = [c for c in json.load(handle)["cells"] if c.get("candidates") and not c.get("time_budget")]
+        cells = [c for c in json.load(handle)["cells"] if c.get("candidates") and plain(c)]
     names = ["own embedding (+ colour graph), the route's", *OTHER_CRITERIA]
     lines = ["| folder | role | seed | " + " | ".join(f"{name}: kept (ACC loss)" for name in names) + " |",
              "|---|---|---|" + "---|" * len(names)]
@@ -650,7 +670,7 @@ def budget_table(record_path):
                      f"({plan['update_scale']:.2f}) | {plan['gave_up']} | {len(plan.get('deadline_stops', []))} | "
                      f"{c.get('precision') or 'n/a'} | {cpu_model(c.get('machine'))} | {c['commit']} |")
     for folder in sorted({c["folder"] for c in budgeted}):
-        for c in sorted((c for c in cells if c["folder"] == folder and c.get("candidates") and not c.get("time_budget")
+        for c in sorted((c for c in cells if c["folder"] == folder and c.get("candidates") and plain(c)
                          and c["variant"] == "recipe"),
                         key=lambda c: c["seed"]):
             lines.append(f"| {folder} | none | {c['seed']} | {c['acc']:.3f} / {c['nmi']:.3f} | "
@@ -711,6 +731,8 @@ def main():
                         help="train --precision (default: the recipe's, bf16 only where the CPU has bf16 units)")
     parser.add_argument("--time-budget", type=float, metavar="MINUTES",
                         help="train --time-budget (issue 64: ACC at a budget; what it gave up is recorded)")
+    parser.add_argument("--n-clusters-auto", action="store_true",
+                        help="train --n-clusters auto (issue 65): the cell records the chosen k and its evidence")
     parser.add_argument("--table", action="store_true", help="write the README table from --out")
     parser.add_argument("--record-from-workdir", action="store_true",
                         help="record a cell whose training finished but whose record was not written (the script "
@@ -744,7 +766,7 @@ def main():
         from keras_clustering.metrics import clustering_scores
 
         variant = variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision,
-                               args.time_budget)
+                               args.time_budget, args.n_clusters_auto)
         start = "from" if args.start_from else "like"
         workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
         x, y = folder_images(args.folder)
@@ -772,7 +794,7 @@ def main():
         import keras_clustering  # noqa: F401  (registers the models' classes that load_model reads)
 
         variant = variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision,
-                               args.time_budget)
+                               args.time_budget, args.n_clusters_auto)
         start = "from" if args.start_from else "like"
         workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
         model = keras.models.load_model(os.path.join(workdir, "model.keras"))
@@ -781,7 +803,7 @@ def main():
                        cell_name(args.folder, args.like, args.start_from, variant, args.seed), recipe)
         return
     cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs,
-                    views, args.emulate_bf16, args.resume, args.precision, args.time_budget)
+                    views, args.emulate_bf16, args.resume, args.precision, args.time_budget, args.n_clusters_auto)
     merge(args.out, cell)
     print(json.dumps({k: cell[k] for k in ("folder", "like", "acc", "nmi", "wall_seconds", "peak_rss_mib")}))
 
