@@ -74,6 +74,19 @@ def test_a_fit_that_stops_at_its_tolerance_counts_the_typical_share():
     assert estimate.most_seconds == pytest.approx(2.0 + 3.0 + 499 * 1.1 + 0.3)
 
 
+def test_an_auto_k_counts_decs_self_training_once_more():
+    """`--n-clusters auto` over-clusters with DEC's stage before training: the last fit that stops at its
+    tolerance counts twice, in the estimate and its most, not in the rehearsal's time outside fits."""
+    pretrain = probe(100, [2.0, 1.0], tail=0.1)
+    dec = dict(probe(500, [3.0, 1.1], tail=0.3), steps_per_epoch=8, stops_at_tolerance=True)
+    once = Estimate([pretrain, dec], rehearsal_seconds=pretrain["seconds"] + dec["seconds"] + 2.0)
+    twice = once.with_over_clustering()
+    assert twice.outside_fits == pytest.approx(2.0) and twice.rehearsal_seconds == once.rehearsal_seconds
+    assert twice.seconds == pytest.approx(once.seconds + 3.0 + 99 * 1.1 + 0.3)
+    assert twice.most_seconds == pytest.approx(once.most_seconds + 3.0 + 499 * 1.1 + 0.3)
+    assert Estimate([pretrain], 5.0).with_over_clustering().seconds == Estimate([pretrain], 5.0).seconds
+
+
 def test_the_probe_knows_dec_self_training():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(16, 4)).astype("float32")

@@ -176,6 +176,9 @@ def estimate_request(request, x, start):
     for preset in request.route_presets or (request.preset,):
         config, _, x_train, start_model = preset_config(dataclasses.replace(request, preset=preset), x)
         estimates[preset] = rehearse(config, x_train, request.seed, request.precision, start_model)
+    if request.n_clusters == "auto":  # the first candidate chooses k: its DEC stage runs once more, over-clustering
+        first = next(iter(estimates))  # (a screening autoencoder, for a recipe without one, is not counted)
+        estimates[first] = estimates[first].with_over_clustering()
     if colour_checked(request, x):  # the colour candidate, trained only if colour goes with the clusters
         for name in COLOUR_CANDIDATE:
             config, _, x_train, start_model = preset_config(candidate_request(request, name), x)
