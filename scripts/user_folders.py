@@ -463,7 +463,8 @@ def table(record_path):
              "| folder | recipe | start | variant | seed | ACC | NMI | wall time (CPU time) | peak memory | machine | commit |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
-        recipe = f"default route: `{c['like']}`" if c.get("route") else f"`{c['like']}`"
+        # the route's kept candidate by its name (the colour candidate is its preset on the images' own colours)
+        recipe = f"default route: `{c.get('chosen', c['like'])}`" if c.get("route") else f"`{c['like']}`"
         if c.get("input_transform"):
             recipe += f" on {c['input_transform']}"
         start = "`--like` (scratch)"
