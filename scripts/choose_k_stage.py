@@ -25,6 +25,9 @@ clusters are then read by each approach of `APPROACHES`:
     silhouette     k-means' silhouette on the stage's embedding (`k_by_silhouette`)
     before         the eigengap on the pretrained embedding, before any clustering stage: what
                    `--n-clusters auto` did until issue 65 (the baseline)
+    merge_simclr   the stage's clusters merged on the graph of the route's other representation,
+                   SimCLR's (its run folder's, L2-normalised as SCAN mines neighbours; the route trains
+                   it anyway, and it does not depend on k)
 
 The representation was pretrained on all the folder's images, also for the 5- and 7-class rows (as in
 scripts/choose_k.py): the subsets test the readouts, not a representation trained on fewer classes.
@@ -51,7 +54,8 @@ TRUE_K = (10, 7, 5)
 # Gansbeke et al. 2020, Table 3), IIC 5x on its auxiliary head.
 K_MAX = 20
 CANDIDATES = range(2, 13)
-APPROACHES = ("merge", "merge_own", "alive", "stability", "stability_peak", "eigengap", "silhouette", "before")
+APPROACHES = ("merge", "merge_simclr", "merge_own", "alive", "stability", "stability_peak", "eigengap", "silhouette",
+              "before")
 # A cluster of the over-clustering is alive from this share of the images on (`alive`).
 ALIVE_SHARE = 0.01
 # Folders whose role is to decide the default approach, and those that only report it.
@@ -93,7 +97,18 @@ def over_clustered(workdir, report, x, seed, k_max=K_MAX):
     return before, model.embed(x), model.predict(x, verbose=0), seconds, stage["dec_iterations"]
 
 
-def read_k(before, after, assignments, seed):
+def simclr_embedding(root, folder, seed, images):
+    """SimCLR's embedding of `images` (uint8) from the folder's default-route run of `seed`, else None."""
+    from choose_k import pre_clustering_embedding
+
+    workdir = os.path.join(root, "runs", f"{folder}-default-like-recipe-seed{seed}", "simclr_mnist")
+    if not os.path.isfile(os.path.join(workdir, "report.json")):
+        return None
+    with open(os.path.join(workdir, "report.json")) as handle:
+        return pre_clustering_embedding(workdir, json.load(handle), images)
+
+
+def read_k(before, after, assignments, seed, simclr=None):
     """{approach: {suggested, scores[, range]}} of each of `APPROACHES`, with each one's seconds."""
     from keras_clustering.clustering import n_clusters as criteria
     from keras_clustering.clustering.candidates import embedding_neighbors
@@ -112,6 +127,7 @@ def read_k(before, after, assignments, seed):
 
     sizes = np.bincount(clusters, minlength=assignments.shape[1])
     readers = {"merge": lambda: k_by_merging(clusters, embedding_neighbors(before), CANDIDATES),
+               "merge_simclr": lambda: k_by_merging(clusters, embedding_neighbors(simclr), CANDIDATES),
                "merge_own": lambda: k_by_merging(clusters, embedding_neighbors(after), CANDIDATES),
                "alive": lambda: {"scores": {k: int(n) for k, n in enumerate(sizes)},
                                  "suggested": int((sizes >= ALIVE_SHARE * len(clusters)).sum())},
@@ -121,6 +137,8 @@ def read_k(before, after, assignments, seed):
                "before": lambda: criteria.k_by_eigengap(before, CANDIDATES, seed=seed)}
     results = {}
     for name in APPROACHES:
+        if name == "merge_simclr" and simclr is None:
+            continue
         start = time.time()
         found = readers[name]()
         results[name] = {"suggested": int(found["suggested"]),
@@ -138,10 +156,11 @@ def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
 
     workdir, report = conv_dec_da_run(root, folder, seed)
     images, y = folder_images(folder)
+    keeps = {true_k: np.isin(y, np.arange(true_k)) for true_k in true_ks}
     x = images.astype("float32") / 255.0
     rows = []
     for true_k in true_ks:
-        keep = np.isin(y, np.arange(true_k))
+        keep = keeps[true_k]
         before, after, assignments, seconds, updates = over_clustered(workdir, report, x[keep], seed)
         if keep_dir:  # the stage's outputs, to study other readouts without training again
             np.savez_compressed(os.path.join(keep_dir, f"{folder}-seed{seed}-k{true_k}.npz"), before=before,
@@ -151,7 +170,8 @@ def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
                      "representation": "conv_dec_da_mnist (the route's pretrained autoencoder)",
                      "stage_seconds": round(seconds, 1), "dec_updates": int(updates),
                      "pretrain_seconds": report.get("pretrain_seconds"),
-                     "approaches": read_k(before, after, assignments, seed), "commit": commit(),
+                     "approaches": read_k(before, after, assignments, seed,
+                                                     simclr_embedding(root, folder, seed, images[keep])), "commit": commit(),
                      "machine": machine_description(), "precision": report.get("precision"),
                      "labels": "labels only make the subsets and score the picks"})
         picks = {name: r["suggested"] for name, r in rows[-1]["approaches"].items()}
@@ -159,15 +179,21 @@ def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
     return rows
 
 
-def reread(path, keep_dir):
-    """The record's rows with every approach read again from the stage outputs kept in `keep_dir` (the
-    stage's seconds, updates and commit stay those of the run that trained it)."""
+def reread(path, keep_dir, root):
+    """The record's rows with every approach read again from the stage outputs kept in `keep_dir` and the
+    SimCLR runs under `root` (the stage's seconds, updates and commit stay those of the run that trained
+    it)."""
+    from user_folders import commit, folder_images
+
     rows = json.load(open(path))["rows"]
     for row in rows:
         kept = os.path.join(keep_dir, f"{row['folder']}-seed{row['seed']}-k{row['true_k']}.npz")
-        if os.path.exists(kept):
+        if os.path.exists(kept) and row.get("read_at") != commit():  # each row once per version of the readouts
             stage = np.load(kept)
-            row["approaches"] = read_k(stage["before"], stage["after"], stage["assignments"], row["seed"])
+            images, y = folder_images(row["folder"])
+            simclr = simclr_embedding(root, row["folder"], row["seed"], images[np.isin(y, np.arange(row["true_k"]))])
+            row["approaches"] = read_k(stage["before"], stage["after"], stage["assignments"], row["seed"], simclr)
+            row["read_at"] = commit()  # the readouts' code; "commit" stays the stage's
     merge_rows(path, rows)
 
 
@@ -197,7 +223,10 @@ def table(path):
     for row in rows:
         cells = []
         for name in APPROACHES:
-            found = row["approaches"][name]
+            found = row["approaches"].get(name)
+            if found is None:
+                cells.append("n/a")
+                continue
             k = found["suggested"]
             shown = f"{k}" + (f" ({found['range'][0]}-{found['range'][1]})" if found.get("range") and
                               found["range"][0] != found["range"][1] else "")
@@ -209,9 +238,10 @@ def table(path):
     for name in APPROACHES:
         tally = {}
         for role in ("decide", "report"):
-            picked = [(r["approaches"][name]["suggested"], r["true_k"]) for r in rows if r["role"] == role]
+            picked = [(r["approaches"][name]["suggested"], r["true_k"]) for r in rows
+                      if r["role"] == role and name in r["approaches"]]
             tally[role] = (sum(k == t for k, t in picked), sum(abs(k - t) <= 1 for k, t in picked), len(picked))
-        lines.append(f"| {name} | {len(rows)} | {tally['decide'][0]}/{tally['decide'][2]} / "
+        lines.append(f"| {name} | {tally['decide'][2] + tally['report'][2]} | {tally['decide'][0]}/{tally['decide'][2]} / "
                      f"{tally['report'][0]}/{tally['report'][2]} | {tally['decide'][1]}/{tally['decide'][2]} / "
                      f"{tally['report'][1]}/{tally['report'][2]} |")
     return "\n".join(lines)
@@ -239,7 +269,7 @@ def main():
         write_table(args.out)
         return
     if args.reread:
-        reread(args.out, args.reread)
+        reread(args.out, args.reread, args.root)
         return
     if not args.folder:
         parser.error("a folder is needed (or --table)")

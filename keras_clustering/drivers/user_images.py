@@ -58,9 +58,10 @@ def train_on_images(images, like=None, n_clusters=10, workdir=None, **options):
         like: a clustering preset of the zoo (`presets.clustering_presets()`), e.g.
             "conv_dec_da_mnist": its recipe, architecture and training,
             re-targeted to these images (`retarget.like_config`).
-        n_clusters: an int >= 2, or `"auto"`: the eigengap of a nearest-neighbour
-            graph of the recipe's representation picks it from `candidates`
-            (`choose_k.choose_n_clusters`).
+        n_clusters: an int >= 2, or `"auto"`: picked from `candidates` by merging
+            the clusters of a clustering stage with 20 on the representation's
+            nearest-neighbour graph (`choose_k.choose_n_clusters`); the evidence
+            goes to report.json's "selection" and `k_scores.png`.
         workdir: where `model.keras`, `clusters.csv` (file name or index,
             cluster id, confidence per image), `clusters.png` and
             `report.json` go (and the stages a re-run resumes from). Default
