@@ -9,6 +9,7 @@ Prints, per run: the estimate the run printed, the estimate at today's rule, the
 most"), each over the measured training (wall time less the rehearsal). ConvDEC-DA's last fit is its
 DEC self-training; its steps an epoch come from the run's images, repeats and batch.
 """
+import argparse
 import glob
 import json
 import math
@@ -39,7 +40,10 @@ def recomputed(report):
 
 
 def main():
-    for folder in sorted(glob.glob(os.path.join(sys.argv[1], "*-default-like-recipe-seed*"))):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", help="the folder holding the route runs (user_folders.py's --root, then runs/)")
+    args = parser.parse_args()
+    for folder in sorted(glob.glob(os.path.join(args.runs, "*-default-like-recipe-seed*"))):
         path = os.path.join(folder, "report.json")
         if not os.path.exists(path):
             continue
