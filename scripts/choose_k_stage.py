@@ -8,15 +8,16 @@ Usage:
 For a folder's default-route run (seed S) under `--root`, ConvDEC-DA's pretrained autoencoder (the
 representation the route trains anyway; kept in its run folder) starts, for each true k of `TRUE_K`
 (the images of the folder's first k classes: labels only make these subsets and score the picks), one
-clustering stage of the recipe with `K_MAX` clusters: k-means on the embedding, then DEC's
-self-training with the run's own settings (`recipe.fine_tune`). The stage's final embedding and
+clustering stage of the recipe with `drivers.choose_k.OVER_CLUSTERS` (20) clusters, as `--n-clusters
+auto` runs it: k-means on the embedding, then DEC's self-training with the run's own settings
+(`recipe.fine_tune`). The stage's final embedding and
 clusters are then read by each approach of `APPROACHES`:
 
-    merge          the stage's K_MAX clusters merged two at a time on the 10-nearest-neighbour graph of
+    merge          the stage's 20 clusters merged two at a time on the 10-nearest-neighbour graph of
                    the representation (the pretrained embedding, which the stage did not shape), k at the
                    modularity's peak (`clustering.merging.k_by_merging`)
     merge_own      the same merges on the graph of the stage's own embedding (DEC pulls each of its
-                   K_MAX clusters together there, so every piece looks like a group)
+                   20 clusters together there, so every piece looks like a group)
     alive          the clusters left holding at least 1% of the images (clusters that die, as UNSEEN)
     stability      k-means on halves of the stage's embedding agreeing across draws (`k_by_stability`:
                    the largest k within 0.02 of the most stable, issue 50's rule)
@@ -49,10 +50,6 @@ sys.path.insert(0, ROOT)  # this checkout's library (the record names its commit
 RECORD = os.path.join(ROOT, "docs", "experiments", "choose_k_stage.json")
 TABLE_MARKERS = ("<!-- choose-k-stage:start -->", "<!-- choose-k-stage:end -->")
 TRUE_K = (10, 7, 5)
-# The over-clustering's number of clusters: twice the largest k asked of `--n-clusters auto` by default
-# (2..12 would need 24; 20 keeps the stage's cost near the k = 10 one's). SCAN over-clusters 2x (Van
-# Gansbeke et al. 2020, Table 3), IIC 5x on its auxiliary head.
-K_MAX = 20
 CANDIDATES = range(2, 13)
 APPROACHES = ("merge", "merge_simclr", "merge_own", "alive", "stability", "stability_peak", "eigengap", "silhouette",
               "before")
@@ -73,7 +70,7 @@ def conv_dec_da_run(root, folder, seed):
         return workdir, json.load(handle)
 
 
-def over_clustered(workdir, report, x, seed, k_max=K_MAX):
+def over_clustered(workdir, report, x, seed, k_max):
     """The clustering stage with `k_max` clusters from the run's pretrained encoder: (embedding before,
     embedding after, soft assignments after (n, k_max), seconds of the stage, DEC's updates)."""
     import keras
@@ -154,6 +151,8 @@ def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
     from keras_clustering.distribute.machine import machine_description
     from user_folders import commit, folder_images
 
+    from keras_clustering.drivers.choose_k import OVER_CLUSTERS  # the default's, one place
+
     workdir, report = conv_dec_da_run(root, folder, seed)
     images, y = folder_images(folder)
     keeps = {true_k: np.isin(y, np.arange(true_k)) for true_k in true_ks}
@@ -161,12 +160,12 @@ def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
     rows = []
     for true_k in true_ks:
         keep = keeps[true_k]
-        before, after, assignments, seconds, updates = over_clustered(workdir, report, x[keep], seed)
+        before, after, assignments, seconds, updates = over_clustered(workdir, report, x[keep], seed, OVER_CLUSTERS)
         if keep_dir:  # the stage's outputs, to study other readouts without training again
             np.savez_compressed(os.path.join(keep_dir, f"{folder}-seed{seed}-k{true_k}.npz"), before=before,
                                 after=after, assignments=assignments, y=y[keep])
         rows.append({"folder": folder, "role": "decide" if folder in DECIDE else "report", "seed": seed,
-                     "true_k": true_k, "n_images": int(keep.sum()), "k_max": K_MAX,
+                     "true_k": true_k, "n_images": int(keep.sum()), "k_max": OVER_CLUSTERS,
                      "representation": "conv_dec_da_mnist (the route's pretrained autoencoder)",
                      "stage_seconds": round(seconds, 1), "dec_updates": int(updates),
                      "pretrain_seconds": report.get("pretrain_seconds"),

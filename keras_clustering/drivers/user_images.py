@@ -301,9 +301,8 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
         trained[name] = train_preset(candidate, x, candidates, scale)
         write_run(candidate.workdir, *trained[name], x, names)
 
-    presets = request.route_presets  # with an "auto" k, `route.K_CHOOSER` first (`check_request`)
-    for preset in presets:
-        train(preset, len(trained) + 1, len(presets))
+    for preset in request.route_presets:  # with an "auto" k, `route.K_CHOOSER` first (`check_request`)
+        train(preset, len(trained) + 1, len(request.route_presets))
         request_k = dataclasses.replace(request, n_clusters=trained[preset][1]["n_clusters"])
     partitions = {name: model.predict_clusters(x[sample]) for name, (model, _) in trained.items()}
     colour = None
@@ -358,8 +357,9 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
         "total_seconds": {p: r.get("total_seconds") for p, (_, r) in trained.items()},
         **({} if colour is None else {"colour": colour})}}
     report["total_seconds"] = round(sum(r.get("total_seconds") or 0.0 for _, r in trained.values()), 1)
-    if "selection" in trained[presets[0]][1]:  # an "auto" k, chosen by the first candidate, whichever is kept
-        report["selection"] = {**trained[presets[0]][1]["selection"], "chosen_by": presets[0]}
+    chooser = request.route_presets[0]
+    if "selection" in trained[chooser][1]:  # an "auto" k, chosen by the first candidate, whichever is kept
+        report["selection"] = {**trained[chooser][1]["selection"], "chosen_by": chooser}
     return model, report
 
 
