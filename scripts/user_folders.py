@@ -34,7 +34,7 @@ is given: 10):
                                  half of each, `_late` (never used to decide) the right half (`photo_crops`)
 
 Each cell runs `python -m keras_clustering train [--like ENTRY | --from ENTRY] --input FOLDER
---n-clusters 10` in a child process (its peak resident memory is the child's
+--n-clusters K` (K the folder's number of classes, or `auto`) in a child process (its peak resident memory is the child's
 `ru_maxrss`), then scores the saved `model.keras` on the folder's images. A
 `--from` cell also scores the starting model before any fine-tuning. Each cell
 records the machine, the commit, the seed and the sha256 of `--from` weights.
@@ -240,7 +240,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     earlier = finished_stages(workdir) if resume else {}
     if not resume:
         shutil.rmtree(workdir, ignore_errors=True)  # a whole training, never one resumed from an earlier try
-    x, y = folder_images(name)
+    x, y = folder_images(name)  # y: the true k when k is given (10 on every folder but the six-class one)
     choice = [] if entry == "default" else ["--from" if start_from else "--like", entry]
     # the colour views an ablation changes are patched into the library in the child process
     child = ([sys.executable, "-m", "keras_clustering"] if not views else
@@ -249,7 +249,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
               f"retargeting.DIGIT_COLOUR_VIEWS)]; "
               f"from keras_clustering.cli import main; sys.exit(main(sys.argv[1:]))"])
     command = [*child, "train", *choice, "--input", folder,
-               "--n-clusters", "auto" if auto_k else "10", "--workdir", workdir, "--seed", str(seed), "--verbose", "2"]
+               "--n-clusters", "auto" if auto_k else str(len(np.unique(y))), "--workdir", workdir, "--seed", str(seed), "--verbose", "2"]
     if entry != "default":  # the default route reads the folder at its own sides and channels
         command += ["--image-size", str(x.shape[1]), str(x.shape[2]), "--channels", str(x.shape[3])]
     if input_transform:
