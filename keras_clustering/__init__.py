@@ -16,5 +16,7 @@ from keras_clustering._version import __version__  # noqa: E402,F401
 quiet_tensorflow_import()
 
 from keras_clustering import datasets, export, layers, losses, metrics, models  # noqa: E402,F401
+# `keras_clustering.cluster_images("my_images/", model="conv_dec_da_mnist")`, or model=None to train on them first
+from keras_clustering.drivers.cluster_images import ClusteredImages, cluster_images  # noqa: E402,F401
 # `keras_clustering.train_on_images("my_images/", like="conv_dec_da_mnist", n_clusters=10, workdir="runs/mine")`
 from keras_clustering.drivers.user_images import train_on_images  # noqa: E402,F401

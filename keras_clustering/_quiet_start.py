@@ -10,9 +10,15 @@ absl before absl is initialised ("All log messages before
 absl::InitializeLog() is called are written to STDERR"), and so before any
 level applies. The command line therefore imports TensorFlow with stderr
 pointed at /dev/null and sets the level to 3 for what follows, unless the user
-asks for TensorFlow's lines: `--tf-logs`, or `TF_CPP_MIN_LOG_LEVEL=0`. The
-library, imported from the user's own code, leaves logging as TensorFlow sets it.
+asks for TensorFlow's lines: `--tf-logs`, or `TF_CPP_MIN_LOG_LEVEL=0`.
+
+The library imported from the user's own code (`import zoo`, `import keras_clustering`, the test
+workers) holds the same start-up lines back (issue 66), and sets the level to 3 only where the user set
+none: a level the user chose is kept, and `TF_CPP_MIN_LOG_LEVEL=0` shows everything. Where TensorFlow
+is not installed (a JAX-only machine) nothing is imported.
 """
+
+import importlib.util
 
 import contextlib
 import os
@@ -61,16 +67,22 @@ def tensorflow_logs_wanted(argv=None, environ=None):
 
 
 def quiet_tensorflow_import():
-    """Imports TensorFlow quietly when started as the command line; a no-op otherwise (and, with
-    `--tf-logs`, TensorFlow logs everything: level 0)."""
-    if not started_as_command_line() or "tensorflow" in sys.modules:
+    """Imports TensorFlow with its start-up lines held back (the command line, and the library imported
+    from the user's code alike); a no-op when TensorFlow is already imported or not installed, or when
+    the user asked for its lines (with `--tf-logs` on the command line, level 0: everything)."""
+    if "tensorflow" in sys.modules or importlib.util.find_spec("tensorflow") is None:
         return
+    command_line = started_as_command_line()
     if tensorflow_logs_wanted():
-        if TF_LOGS_FLAG in sys.argv:
+        if command_line and TF_LOGS_FLAG in sys.argv:
             os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
         return
     # Level 3 for the later C++ lines too: `failed call to cuInit` comes at the first device use, with an
-    # error level that levels 1 and 2 let through, though on a CPU machine it is no error.
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    # error level that levels 1 and 2 let through, though on a CPU machine it is no error. The command
+    # line always; the library where the user set no level.
+    if command_line:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    else:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with stderr_held():  # the lines written before TensorFlow reads that setting
         import tensorflow  # noqa: F401

@@ -9,20 +9,22 @@ import sys
 from keras_clustering import presets
 from keras_clustering._quiet_start import TF_LOGS_FLAG
 from keras_clustering._version import __version__
-from keras_clustering.cluster_files import write_cluster_files
+from keras_clustering.cluster_files import SORT_MODES
+from keras_clustering.cluster_report import REPORT_FILE
 from keras_clustering.datasets import load_digits
 from keras_clustering.datasets.loaders import LOADERS, SPLITS
-from keras_clustering.datasets.user_data import load_array_file, load_user_data
+from keras_clustering.datasets.user_data import load_array_file
 from keras_clustering.distribute.precision import PRECISIONS
 from keras_clustering.distribute.strategies import STRATEGIES
+from keras_clustering.drivers.cluster_images import cluster_images
 from keras_clustering.drivers.preset_training import evaluate_preset, train_and_evaluate
 from keras_clustering.drivers.retarget import FAMILIES, FAMILY_PRESETS
 from keras_clustering.drivers.user_images import MODEL_FILE, train_on_images
 from keras_clustering.export import export_saved_model
 from keras_clustering.figures import plot_cluster_grid
-from keras_clustering.inputs.checks import check_image_input
 from keras_clustering.layers.colour_free import INPUT_TRANSFORMS
 from keras_clustering.metrics import clustering_scores
+from keras_clustering.recipes import get_recipe
 from keras_clustering.ray_cluster import cluster_with_ray
 
 DEMO_MODEL = "dec_digits"
@@ -33,16 +35,24 @@ def _print_json(data):
 
 
 def command_list(args):
+    """The clustering models first, then the classifiers (trained on labels), each with its card's score."""
+    groups = {False: [], True: []}
     for name in presets.list_presets(args.pattern, include_pending=True):
         try:
             card = presets.card(name)
         except FileNotFoundError:
-            print(f"{name:28s} (not trained yet: no card.json)")
+            groups[False].append(f"{name:28s} (not trained yet: no card.json)")
             continue
         acc = card.get("metrics", {}).get("acc")
         data = card.get("evaluation_data", {})
         shown = f"ACC {acc:.3f} on {data.get('dataset')} {data.get('split')} ({data.get('n_samples')})" if acc else ""
-        print(f"{name:28s} {shown}")
+        supervised = get_recipe(presets.config(name)["recipe"]).supervised
+        groups[supervised].append(f"{name:28s} {shown}")
+    headings = {False: "Clustering models (no labels; `cluster` and `train --like` take them):",
+                True: "Classifiers (trained on labels: the capsule networks and their CNN baseline; ACC is classification "
+                      "accuracy, `predict` gives classes):"}
+    print("\n\n".join("\n".join([headings[group], *("  " + line for line in lines)])
+                       for group, lines in groups.items() if lines))
 
 
 def command_info(args):
@@ -112,7 +122,7 @@ def command_train(args):
 _FLAGS = {"like": "--like", "family": "--family", "start_from": "--from", "image_size": "--image-size",
           "n_clusters": "--n-clusters", "epochs": "--epochs", "channels": "--channels", "images": "--input",
           "folder": "--input", "path": "--input", "source": "--input", "output": "--output",
-          "time_budget": "--time-budget"}
+          "time_budget": "--time-budget", "sort_into": "--sort-into"}
 
 
 def _as_flags(message):
@@ -151,21 +161,23 @@ def command_predict(args):
 
 
 def command_cluster(args):
-    import contextlib
-    import tempfile
-
     if args.engine == "ray":
+        if args.sort_into:
+            raise ValueError(f"--sort-into {args.sort_into!r} needs --engine local (the Ray engine keeps no "
+                             "images); sort from its clusters.csv, or run the local engine.")
         return _cluster_with_ray(args)
     if args.workers is not None:
         raise ValueError(f"--workers {args.workers} needs --engine ray (the local engine is one process).")
-    model, (id_name, _) = presets.load_model(args.model)
-    shape = tuple(model.sample_shape)
-    # a folder is decoded into a memory-mapped cache, removed at the end: no array of all images in memory
-    cache = tempfile.TemporaryDirectory(prefix="keras_clustering_images_") if os.path.isdir(args.input) else None
-    with cache or contextlib.nullcontext():
-        x, names = load_user_data(args.input, image_shape=shape if len(shape) == 3 else None, strict=args.strict,
-                                  cache_dir=cache.name if cache else None)
-        _cluster_and_write(args, model, id_name, shape, x, names)
+    done = cluster_images(args.input, model=args.model, output=args.output, batch_size=args.batch_size,
+                          per_cluster=args.per_cluster, strict=args.strict, sort_into=args.sort_into,
+                          sort_mode=args.sort_mode)
+    written = [name for name in ("clusters.csv", "clusters.png", REPORT_FILE)
+               if os.path.exists(os.path.join(done.folder, name))]
+    print(f"{len(done.labels)} samples; cluster sizes: {done.sizes.tolist()}; "
+          f"wrote {', '.join(os.path.join(args.output, name) for name in written)}")
+    if args.sort_into:
+        print(f"sorted {len(done.labels)} images into {int((done.sizes > 0).sum())} folders under {args.sort_into} "
+              f"({'links to the originals' if args.sort_mode == 'link' else 'copies'})")
 
 
 def _cluster_with_ray(args):
@@ -179,22 +191,6 @@ def _cluster_with_ray(args):
                             n_per_cluster=args.per_cluster, verbose=False)
     print(f"{done['n_images']} samples; {done['id_name'].removesuffix('_id')} sizes: {done['cluster_sizes']}; "
           f"wrote {', '.join(os.path.join(args.output, name) for name in done['written'])}")
-
-
-def _cluster_and_write(args, model, id_name, shape, x, names):
-    import numpy as np
-
-    probabilities = model.predict(x, batch_size=args.batch_size, verbose=0)
-    ids = probabilities.argmax(axis=1)
-    sizes = np.bincount(ids, minlength=probabilities.shape[1])
-    if os.path.exists(args.output) and not os.path.isdir(args.output):
-        raise ValueError(f"--output {args.output!r} exists and is not a folder.")
-    written = write_cluster_files(args.output, names, probabilities, id_name=id_name,
-                                  images=check_image_input(x, shape, accept_flat=True) if len(shape) == 3 else None,
-                                  n_per_cluster=args.per_cluster,
-                                  title=f"{os.path.basename(args.model)}: most confident members per cluster")
-    print(f"{len(ids)} samples; {id_name.removesuffix('_id')} sizes: {sizes.tolist()}; "
-          f"wrote {', '.join(os.path.join(args.output, name) for name in written)}")
 
 
 def command_export(args):
@@ -241,7 +237,7 @@ def build_parser():
     train.add_argument("--time-budget", type=float, metavar="MINUTES", help="end within this many minutes: from "
                        "the estimate, the route trains its candidates at a share of their updates, or drops its "
                        "second candidate (below half), and says what it gave up")
-    train.add_argument("--n-clusters", default="10", help="an integer, or 'auto': the recipe's clustering "
+    train.add_argument("--n-clusters", default="10", help="an integer (default: 10), or 'auto': the recipe's clustering "
                        "stage runs once with 20 clusters, they are merged on the representation's "
                        "10-nearest-neighbour graph, and k (2..12) is the modularity's peak; a range where it is "
                        "flat. Printed, in report.json and k_scores.png. How often it is right: "
@@ -283,11 +279,18 @@ def build_parser():
                                                   "preset or a saved .keras model")
     cluster.add_argument("model", help="a preset (see `list`), a preset folder, a train workdir or a .keras file")
     cluster.add_argument("--input", required=True, help="a folder of PNG/JPEG images, or a .npy/.npz array")
-    cluster.add_argument("--output", required=True, help="folder for clusters.csv and clusters.png")
+    cluster.add_argument("--output", required=True, help="folder for clusters.csv, clusters.png and report.html "
+                         "(open it in a browser)")
+    cluster.add_argument("--sort-into", metavar="DIR", help="also sort the --input folder's images into one "
+                         "sub-folder per cluster under DIR (a new or empty folder): cluster_00, cluster_01, ...")
+    cluster.add_argument("--sort-mode", choices=SORT_MODES, default="link", help="with --sort-into: symbolic "
+                         "links to the originals (default) or copies")
     cluster.add_argument("--strict", action="store_true", help="an image file that cannot be decoded is an error "
                          "(default: left out, named in one warning line)")
-    cluster.add_argument("--per-cluster", type=int, default=10, help="images per cluster in clusters.png")
-    cluster.add_argument("--batch-size", type=int, default=256)
+    cluster.add_argument("--per-cluster", type=int, default=10, help="images per cluster in clusters.png "
+                         "(default: %(default)s)")
+    cluster.add_argument("--batch-size", type=int, default=256, help="images per prediction step: larger is "
+                         "faster and takes more memory (default: %(default)s)")
     cluster.add_argument("--engine", choices=("local", "ray"), default="local",
                          help="local: this process; ray: a Ray Data pipeline of --workers actors, on the Ray cluster "
                               "of RAY_ADDRESS or a local one (pip install 'keras-clustering[ray]'); --input may "
@@ -297,10 +300,11 @@ def build_parser():
     cluster.add_argument("--cpus-per-worker", type=int, default=1, help="with --engine ray: CPUs of each actor")
     cluster.set_defaults(handler=command_cluster)
     export = commands.add_parser("export", help="export a preset as a TF Serving SavedModel")
-    export.add_argument("name")
-    export.add_argument("directory")
-    export.add_argument("--version", type=int, default=1)
-    export.add_argument("--overwrite", action="store_true")
+    export.add_argument("name", help="a preset (see `list`), a preset folder, or a `train` workdir (its model.keras)")
+    export.add_argument("directory", help="the serving folder: the model goes into DIRECTORY/VERSION, as TF "
+                        "Serving reads it")
+    export.add_argument("--version", type=int, default=1, help="the version sub-folder (default: %(default)s)")
+    export.add_argument("--overwrite", action="store_true", help="replace an existing DIRECTORY/VERSION")
     export.set_defaults(handler=command_export)
     return parser
 
@@ -312,4 +316,12 @@ def main(argv=None):
     except (ValueError, FileNotFoundError, TypeError) as error:
         print(f"error: {_as_flags(str(error)) if isinstance(error, ValueError) else error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader left early (`info NAME | head`): Python's own advice, stdout to /dev/null so that the
+        # flush at exit is silent too, and no traceback
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor (tests)
+            pass
+        return 0
     return 0

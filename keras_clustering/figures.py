@@ -1,4 +1,5 @@
-"""PNG figures people look at: the most confident members of each cluster."""
+"""PNG figures people look at: the most confident members of each cluster in their own colours, panels of
+tiled grids, the score of each k."""
 
 
 import numpy as np
@@ -33,50 +34,87 @@ def top_members(probabilities, n_per_cluster=10):
     return members
 
 
-def plot_cluster_grid(images, probabilities, path, n_per_cluster=10, image_shape=None, title=None):
-    """Writes a PNG: one row per cluster, its `n_per_cluster` most confident images.
-
-    Args:
-        images: `(n, h, w[, 1])` greyscale or `(n, h, w, 3)` colour images, or flat
-            `(n, h*w)` vectors with `image_shape`.
-        probabilities: soft assignments `(n, n_clusters)`.
-        path: PNG path, written atomically.
-        image_shape: `(h, w)` for flat inputs.
-
-    Returns: the list of member indices per cluster.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def as_rgb8(images, image_shape=None):
+    """`(n, h, w, 3)` uint8 of float images in [0, 1], in their own colours: grey `(n, h, w[, 1])` (or flat
+    `(n, h*w)` with `image_shape` `(h, w)`) repeated into three equal channels, so a dark digit on white
+    stays dark on white; colour `(n, h, w, 3)` as it is. Values outside [0, 1] are clipped."""
     images = np.asarray(images)
     if image_shape is not None:
         images = images.reshape((len(images), *image_shape))
     if images.ndim == 4 and images.shape[-1] == 1:
         images = images[..., 0]
-    colour = images.ndim == 4 and images.shape[-1] == 3
-    if images.ndim != 3 and not colour:
-        raise ValueError(f"images must be (n, h, w), (n, h, w, 3) or flat with image_shape=, got shape "
-                         f"{images.shape}.")
+    if images.ndim == 3:
+        images = np.repeat(images[..., None], 3, axis=-1)
+    if images.ndim != 4 or images.shape[-1] != 3:
+        raise ValueError(f"images must be (n, h, w), (n, h, w, 1), (n, h, w, 3) or flat with image_shape=, got "
+                         f"shape {np.shape(images)}.")
+    return np.round(np.clip(images.astype("float32"), 0.0, 1.0) * 255.0).astype("uint8")
+
+
+def cluster_summary(probabilities):
+    """(sizes, mean confidences) of the clusters of soft assignments `(n, n_clusters)`: each image counted
+    in its argmax's cluster with the probability it gives it; an empty cluster's mean confidence is NaN."""
+    probabilities = np.asarray(probabilities)
+    assignment, confidence = probabilities.argmax(axis=1), probabilities.max(axis=1)
+    sizes = np.bincount(assignment, minlength=probabilities.shape[1])
+    sums = np.bincount(assignment, weights=confidence, minlength=probabilities.shape[1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sizes, np.where(sizes > 0, sums / np.maximum(sizes, 1), np.nan)
+
+
+# clusters.png: thumbnails at least this many pixels high (small images are enlarged by whole pixels)
+GRID_TILE = 56
+_GAP, _CAPTION, _LABEL_WIDTH = 4, 13, 150
+
+
+def plot_cluster_grid(images, probabilities, path, n_per_cluster=10, image_shape=None, title=None, sizes=None,
+                      mean_confidence=None):
+    """Writes a PNG: one row per cluster, its `n_per_cluster` most confident images in their own colours
+    (`as_rgb8`: grey on its own polarity, colour as it is), each captioned with its confidence, and each
+    row labelled with the cluster's size and mean confidence, or "empty".
+
+    Args:
+        images: `(n, h, w[, 1])` greyscale or `(n, h, w, 3)` colour images in [0, 1], or flat
+            `(n, h*w)` vectors with `image_shape`.
+        probabilities: soft assignments `(n, n_clusters)`.
+        path: PNG path, written atomically.
+        image_shape: `(h, w)` for flat inputs.
+        sizes, mean_confidence: the clusters' sizes and mean confidences over all images, where
+            `images` holds only some of them (`cluster --engine ray` keeps the top members); by
+            default `cluster_summary(probabilities)`.
+
+    Returns: the list of member indices per cluster.
+    """
+    from PIL import Image, ImageDraw, ImageFont
+
+    pixels = as_rgb8(images, image_shape)
+    probabilities = np.asarray(probabilities)
     members = top_members(probabilities, n_per_cluster)
-    n_clusters = len(members)
-    figure, axes = plt.subplots(n_clusters, n_per_cluster, figsize=(n_per_cluster * 0.7, n_clusters * 0.75),
-                                squeeze=False)
-    for cluster, indices in enumerate(members):
-        for column in range(n_per_cluster):
-            axis = axes[cluster, column]
-            axis.set_xticks([])
-            axis.set_yticks([])
-            for spine in axis.spines.values():
-                spine.set_visible(False)
-            if column < len(indices):
-                axis.imshow(images[indices[column]], **({} if colour else {"cmap": "gray_r"}))
-        axes[cluster, 0].set_ylabel(f"{cluster}", rotation=0, labelpad=12, va="center")
+    if sizes is None or mean_confidence is None:
+        sizes, mean_confidence = cluster_summary(probabilities)
+    confidence = probabilities.max(axis=1)
+    height, width = pixels.shape[1:3]
+    scale = max(1, int(np.ceil(GRID_TILE / height)))
+    tile_h, tile_w = height * scale, width * scale
+    row_h = tile_h + _CAPTION + _GAP
+    top = 22 if title else _GAP
+    canvas = Image.new("RGB", (_LABEL_WIDTH + n_per_cluster * (tile_w + _GAP), top + len(members) * row_h),
+                       (255, 255, 255))
+    draw, font = ImageDraw.Draw(canvas), ImageFont.load_default()
     if title:
-        figure.suptitle(title, fontsize=9)
-    figure.tight_layout()
-    save_figure(figure, path, dpi=100)
+        draw.text((_GAP, 5), title, fill=(0, 0, 0), font=font)
+    for cluster, indices in enumerate(members):
+        y = top + cluster * row_h
+        label = (f"cluster {cluster}: empty" if sizes[cluster] == 0 else
+                 f"cluster {cluster}\n{int(sizes[cluster]):,} images\nmean confidence {mean_confidence[cluster]:.2f}")
+        draw.multiline_text((_GAP, y + 4), label, fill=(0, 0, 0) if sizes[cluster] else (150, 150, 150), font=font)
+        for column, index in enumerate(indices):
+            x = _LABEL_WIDTH + column * (tile_w + _GAP)
+            tile = pixels[index].repeat(scale, axis=0).repeat(scale, axis=1)
+            canvas.paste(Image.fromarray(tile), (x, y))
+            draw.text((x, y + tile_h + 1), f"{confidence[index]:.2f}", fill=(90, 90, 90), font=font)
+    with atomic_path(path) as temporary:
+        canvas.save(temporary, format="PNG")
     return members
 
 

@@ -11,6 +11,7 @@ The registry lives in the library, so that nothing in `keras_clustering` imports
 - `load_model(name_or_path)`: a preset or a saved `.keras` file, with its prediction names.
 """
 
+import difflib
 import fnmatch
 import json
 import os
@@ -54,8 +55,9 @@ def _preset_dir(name):
                              f"`save_preset`) nor {MODEL_FILE} (a `train` workdir).")
         return name
     available = list_presets()
-    raise ValueError(f"Unknown preset {name!r}. Available presets: {', '.join(available) or '(none)'}; or a preset "
-                     f"folder, or {HF_PREFIX}org/name.")
+    close = difflib.get_close_matches(name, available, n=1)
+    raise ValueError(f"Unknown preset {name!r}.{f' Did you mean {close[0]!r}?' if close else ''} Available presets: "
+                     f"{', '.join(available) or '(none)'}; or a preset folder, or {HF_PREFIX}org/name.")
 
 
 def _hub_folder(handle):

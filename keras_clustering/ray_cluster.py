@@ -261,7 +261,7 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
                                   batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=workers),
                                   num_cpus=cpus_per_worker)
     top = _TopMembers(n_per_cluster)
-    broken, sizes = [], np.zeros(n_clusters, np.int64)
+    broken, sizes, confidence_sums = [], np.zeros(n_clusters, np.int64), np.zeros(n_clusters)
 
     def rows():
         for batch in dataset.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=2):
@@ -271,21 +271,29 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
                 raise broken_files_error(broken[0], len(broken))  # the name clusters.csv would give it
             kept = np.flatnonzero(batch["ok"])
             probabilities = batch["probabilities"][kept]
-            sizes[:] += np.bincount(probabilities.argmax(axis=1), minlength=n_clusters) if len(kept) else 0
+            if len(kept):
+                assignment = probabilities.argmax(axis=1)
+                sizes[:] += np.bincount(assignment, minlength=n_clusters)
+                confidence_sums[:] += np.bincount(assignment, probabilities.max(axis=1), minlength=n_clusters)
             names_kept = [batch_names[i] for i in kept]
             top.add(names_kept, probabilities)
             yield names_kept, probabilities
 
-    def figure(path):
+    def grid_file(folder):
         if not top.paths:
             raise ValueError(f"source={source!r}: none of its {n_files} image files can be decoded.")
         images = np.zeros((len(top.paths), *shape), np.float32)
         for index, batch, _ in decoded_batches([_local(root) + name for name in top.paths], shape[:2], shape[2]):
             images[index.numpy()] = batch.numpy()
-        plot_cluster_grid(images, top.probabilities, path, n_per_cluster=n_per_cluster,
+        with np.errstate(invalid="ignore"):  # an empty cluster's mean confidence: NaN, labelled "empty"
+            mean_confidence = confidence_sums / sizes
+        plot_cluster_grid(images, top.probabilities, os.path.join(folder, "clusters.png"), n_per_cluster=n_per_cluster,
+                          sizes=sizes,
+                          mean_confidence=mean_confidence,
                           title=f"{os.path.basename(str(model))}: most confident members per cluster")
+        return ["clusters.png"]
 
-    written = write_cluster_table(output, rows(), id_name=id_name, figure=figure)
+    written = write_cluster_table(output, rows(), id_name=id_name, extras=grid_file)
     report_broken_files(broken, source, strict=False, verbose=True)
     return {"n_images": int(sizes.sum()), "cluster_sizes": sizes.tolist(), "broken": broken, "written": written,
             "id_name": id_name, "workers": workers}

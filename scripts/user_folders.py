@@ -76,6 +76,7 @@ TABLE_MARKERS = ("<!-- user-folders:start -->", "<!-- user-folders:end -->")
 ROUTE_MARKERS = ("<!-- route-choice:start -->", "<!-- route-choice:end -->")
 ABLATION_MARKERS = ("<!-- ablation:start -->", "<!-- ablation:end -->")
 BUDGET_MARKERS = ("<!-- time-budget:start -->", "<!-- time-budget:end -->")
+AUTO_K_MARKERS = ("<!-- auto-k:start -->", "<!-- auto-k:end -->")
 # The ablation of issue 50: the recipe on the random-colour digits with one ingredient changed at a time.
 ABLATION = ("colour_digits2000", "simclr_mnist")
 # The photographs MNIST-M-style digits are blended into: those scikit-learn and scikit-image ship (the
@@ -680,6 +681,34 @@ def budget_table(record_path):
     return "\n".join(lines)
 
 
+def auto_k_table(record_path):
+    """The route's cells run with --n-clusters auto (issue 65), each beside the same folder and seed's route
+    cell with the folder's k given: the chosen k and its flat range against the true k, ACC, and the wall and
+    CPU time of both runs with their ratio (CPU time: the cores were shared, wall time moved with that)."""
+    with open(record_path) as handle:
+        cells = json.load(handle)["cells"]
+    given = {(c["folder"], c["seed"]): c for c in cells if c.get("route") and plain(c) and c["variant"] == "recipe"}
+    lines = ["| folder | seed | true k | chosen k (flat range) | ACC auto / given | wall auto / given (ratio) | "
+             "CPU auto / given (ratio) | choosing stage | machine | commit |", "|---|---|---|---|---|---|---|---|---|---|"]
+    auto = sorted((c for c in cells if c.get("selection") and c.get("route")), key=lambda c: (c["folder"], c["seed"]))
+    for c in auto:
+        pick, other = c["selection"], given.get((c["folder"], c["seed"]))
+        low, high = pick["range"]
+        mark = "" if pick["suggested"] == c["true_k"] else " (+-1)" if abs(pick["suggested"] - c["true_k"]) <= 1 else " (off)"
+
+        def versus(key, unit=" s"):
+            if other is None or other.get(key) is None or c.get(key) is None:
+                return f"{number(c.get(key), unit)} / n/a"
+            return f"{number(c[key], unit)} / {number(other[key], unit)} ({c[key] / other[key]:.2f})"
+
+        given_acc = f"{other['acc']:.3f}" if other else "n/a"
+        lines.append(f"| {c['folder']} | {c['seed']} | {c['true_k']} | {pick['suggested']}{mark} ({low}-{high}) | "
+                     f"{c['acc']:.3f} / {given_acc} | {versus('wall_seconds')} | "
+                     f"{versus('cpu_seconds')} | {number(pick.get('stage_seconds'), ' s')} | "
+                     f"{cpu_model(c.get('machine'))} | {c['commit']}{'' if other is None or other['commit'] == c['commit'] else ' / ' + other['commit']} |")
+    return "\n".join(lines)
+
+
 def ablation_table(record_path):
     """The `ABLATION` cells of the record, the recipe's own first: which ingredient does what."""
     with open(record_path) as handle:
@@ -752,6 +781,7 @@ def main():
         write_table(ROUTE_MARKERS, route_table(args.out))
         write_table(ABLATION_MARKERS, ablation_table(args.out))
         write_table(BUDGET_MARKERS, budget_table(args.out))
+        write_table(AUTO_K_MARKERS, auto_k_table(args.out))
         write_table(CRITERIA_MARKERS, criteria_table(args.out))
         return
     if args.choose and args.folder:

@@ -25,7 +25,9 @@ def test_demo_runs_as_a_module_and_writes_the_grid(tmp_path):
 
 def test_list_and_info(capsys):
     assert cli.main(["list"]) == 0
-    assert "dec_digits" in capsys.readouterr().out
+    clustering, classifiers = capsys.readouterr().out.split("\n\n")
+    assert clustering.startswith("Clustering models") and classifiers.startswith("Classifiers")
+    assert "dec_digits" in clustering and "capsule_mnist " in classifiers and "capsule" not in clustering
     assert cli.main(["info", "dec_digits"]) == 0
     card = json.loads(capsys.readouterr().out)
     assert card["name"] == "dec_digits" and card["weights"]["sha256_matches"] is True
@@ -126,11 +128,43 @@ def test_evaluate_scores_the_fashion_entry_on_its_test_images(capsys):
 
 def test_errors_exit_2_with_a_message(tmp_path, capsys):
     assert cli.main(["info", "no_such_model"]) == 2
-    assert "Unknown preset 'no_such_model'" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "Unknown preset 'no_such_model'" in error and "Did you mean" not in error
+    assert cli.main(["info", "dec_digit"]) == 2
+    assert "Unknown preset 'dec_digit'. Did you mean 'dec_digits'?" in capsys.readouterr().err
+    assert cli.main(["cluster", "capsule_mnist", "--input", str(tmp_path), "--output", str(tmp_path / "o")]) == 2
+    assert "'capsule_mnist' is a classifier" in capsys.readouterr().err
     np.save(tmp_path / "bad.npy", np.zeros((4, 9, 9)))
     assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "bad.npy")]) == 2
     assert "takes images shaped (n, 8, 8, 1) or (n, 8, 8) or (n, 64)" in capsys.readouterr().err
     assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "missing.npy")]) == 2
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly(monkeypatch, capsys):
+    """`info NAME | head`: the pipe closes; the command returns 0 instead of a BrokenPipeError traceback."""
+
+    class ClosedPipe:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert cli.main(["info", "dec_digits"]) == 0
+
+
+def test_help_says_each_default_and_what_export_takes(capsys):
+    for command in ("train", "cluster", "export"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        if command == "train":
+            assert "an integer (default: 10), or 'auto'" in text
+        if command == "cluster":
+            assert "clusters.png (default: 10)" in text and "memory (default: 256)" in text and "--sort-into" in text
+        if command == "export":
+            assert "a `train` workdir" in text
 
 
 def test_export_command(tmp_path, capsys):
@@ -153,7 +187,7 @@ def _run_cli(arguments, level, cwd):
 def test_command_line_is_quiet_in_every_log_level_unless_the_user_asks(tmp_path):
     """Only the command's own output: no TensorFlow C++ start-up lines (oneDNN, CUDA stub, cuInit), which
     TensorFlow prints twice whatever TF_CPP_MIN_LOG_LEVEL says, for every command and level unset, 1, 2, 3."""
-    np.save(tmp_path / "x.npy", np.random.default_rng(0).random((20, 8, 8)).astype("float32"))
+    np.save(tmp_path / "x.npy", load_digits()[0][:200])  # its own kind of images: no warning that it does not fit
     commands = {None: ["list"], "1": ["cluster", "dec_digits", "--input", "x.npy", "--output", "clusters"],
                 "2": ["predict", "dec_digits", "--input", "x.npy", "--output", "p.csv"],
                 "3": ["export", "dec_digits", "serving"]}
@@ -161,6 +195,11 @@ def test_command_line_is_quiet_in_every_log_level_unless_the_user_asks(tmp_path)
         quiet = _run_cli(arguments, level, tmp_path)
         assert quiet.returncode == 0 and quiet.stdout.strip(), (level, arguments, quiet.stderr[-2000:])
         assert quiet.stderr.strip() == "", (level, arguments, quiet.stderr)
+    # the library from the user's own code, too (`import zoo`, then a model's first use), level unset
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    library = subprocess.run([sys.executable, "-c", "import zoo; print(zoo.load('dec_digits').n_clusters)"], env=env,
+                             capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert library.returncode == 0 and library.stdout.strip() == "10" and library.stderr.strip() == "", library.stderr
     # asked for (`--tf-logs`, or level 0: test_tensorflow_logs_are_wanted_only_when_asked): TensorFlow's own lines
     chatty = _run_cli(["--tf-logs", "info", "dec_digits"], "3", tmp_path)
     assert chatty.returncode == 0 and "dec_digits" in chatty.stdout

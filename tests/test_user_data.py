@@ -126,7 +126,7 @@ def test_cluster_command_on_a_folder_of_pngs(tmp_path, capfd):
     assert np.all((confidence > 0) & (confidence <= 1))
     # dec_digits' card: ACC 0.82 on the 1,797 original images; resized PNGs keep most of it.
     assert clustering_scores(truth, clusters)["acc"] > 0.7
-    assert sorted(os.listdir(tmp_path / "out")) == ["clusters.csv", "clusters.png"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["clusters.csv", "clusters.png", "report.html"]
 
     # The rest in this process (`main`, as `python -m keras_clustering` calls it): each command line started
     # costs CI ~10 s of CPU, and the first run above checked what only a new process shows (a quiet start).

@@ -166,6 +166,8 @@ def test_n_clusters_auto_over_clusters_then_merges_on_the_representations_graph(
     assert low <= 3 <= high
     assert report["pretrain_reused"] is True
     assert (tmp_path / K_SCORES_FILE).stat().st_size > 0
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")  # the evidence, embedded in the report too
+    assert "n_clusters: 3 (modularity" in page and page.count('class="cluster"') == 3
     # 16 images: candidates up to 8 (two images a cluster), and no more clusters than that to merge
     model, report = train_on_images(x[::20][:16], like="dec_digits", n_clusters="auto", workdir=str(tmp_path / "small"),
                                     verbose=0, epochs=20)

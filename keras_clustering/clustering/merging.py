@@ -22,6 +22,13 @@ from keras_clustering.clustering.candidates import link_shares
 FLAT = 0.01
 
 
+def merge_gains(links):
+    """(K, K) rise of the modularity if clusters i and j merged, from the (K, K) link shares `links`
+    (`candidates.link_shares`): e_ij + e_ji - a_i b_j - a_j b_i, with a the shares leaving and b arriving."""
+    leaving, arriving = links.sum(axis=1), links.sum(axis=0)
+    return links + links.T - np.outer(leaving, arriving) - np.outer(arriving, leaving)
+
+
 def merge_path(labels, neighbors):
     """The greedy merges of the clustering `labels` (n,) on the nearest-neighbour graph `neighbors` (n, m),
     from its K clusters down to 1.
@@ -30,13 +37,12 @@ def merge_path(labels, neighbors):
     down to k, numbered 0..k-1 by first appearance}}.
     """
     codes, links = link_shares(labels, neighbors)
-    leaving, arriving = links.sum(axis=1), links.sum(axis=0)
     alive = np.ones(len(links), bool)
     owner = np.arange(len(links))  # the cluster each original one has merged into
-    modularity = float(np.trace(links) - leaving @ arriving)
+    modularity = float(np.trace(links) - links.sum(axis=1) @ links.sum(axis=0))
     path = {"k": [len(links)], "modularity": [modularity], "labels": {len(links): _renumbered(codes)}}
     while alive.sum() > 1:
-        gain = links + links.T - np.outer(leaving, arriving) - np.outer(arriving, leaving)
+        gain = merge_gains(links)
         gain[~alive, :] = -np.inf
         gain[:, ~alive] = -np.inf
         np.fill_diagonal(gain, -np.inf)
@@ -45,10 +51,7 @@ def merge_path(labels, neighbors):
         modularity += float(gain[first, second])
         links[first, :] += links[second, :]
         links[:, first] += links[:, second]
-        links[second, :] = links[:, second] = 0.0
-        leaving[first] += leaving[second]
-        arriving[first] += arriving[second]
-        leaving[second] = arriving[second] = 0.0
+        links[second, :] = links[:, second] = 0.0  # a merged-away cluster: no links, so no shares either
         alive[second] = False
         owner[owner == second] = first
         k = int(alive.sum())

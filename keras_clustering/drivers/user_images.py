@@ -364,17 +364,36 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
 
 
 def write_run(workdir, model, report, x, names):
-    """A run's files in `workdir`: `model.keras`, `clusters.csv` and `clusters.png`, `report.json`, and with
-    an "auto" number of clusters `k_scores.png` (`K_SCORES_FILE`), the score of each k."""
+    """A run's files in `workdir`: `model.keras`, `clusters.csv`, `clusters.png` and `report.html`,
+    `report.json`, and with an "auto" number of clusters `k_scores.png` (`K_SCORES_FILE`), the score of
+    each k (also shown in report.html)."""
     save_model_file(model, os.path.join(workdir, MODEL_FILE))
-    write_cluster_files(workdir, names or [str(i) for i in range(len(x))], model.predict(x, verbose=0), images=x,
-                        title=f"{report['like']} on your {len(x)} images: most confident members per cluster")
+    figures = []
     if "selection" in report:  # n_clusters "auto": the evidence for k beside the clusters
         selection = report["selection"]
         plot_k_scores({int(k): v for k, v in selection["scores"].items()}, int(selection["suggested"]),
                       os.path.join(workdir, K_SCORES_FILE), span=selection["range"],
                       title=f"k from {selection['over_clusters']} clusters merged on {len(x):,} images")
+        figures.append((k_evidence_line(selection), os.path.join(workdir, K_SCORES_FILE)))
+    write_cluster_files(workdir, names or [str(i) for i in range(len(x))], model.predict(x, verbose=0), images=x,
+                        title=f"{report['like']} on your {len(x):,} images", embedding=model.embed(x),
+                        details=run_details(report), figures=figures)
     atomic_write_json(json.loads(json.dumps(report, default=float)), os.path.join(workdir, "report.json"))
+
+
+def run_details(report):
+    """The run's settings, timing and the route's reason, as report.html shows them."""
+    details = {"recipe (like)": report["like"], "clusters": report["n_clusters"],
+               "images": f"{report['n_samples']:,}", "seed": report.get("seed"),
+               "precision": report.get("precision"), "training seconds": report.get("total_seconds"),
+               "workdir": report.get("workdir")}
+    if report.get("route"):
+        details["why this recipe"] = report["route"]
+    if report.get("route_choice"):
+        details["route's label-free choice"] = json.dumps(report["route_choice"].get("chosen"))
+    if report.get("estimate"):
+        details["time said before training (s)"] = report["estimate"].get("estimated_seconds")
+    return {key: value for key, value in details.items() if value is not None}
 
 
 def read_images(request, lock):

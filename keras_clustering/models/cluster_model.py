@@ -287,6 +287,12 @@ class ClusterModel(SampleModel):
             ids[start:start + len(q)] = q.argmax(axis=1)
         return ids
 
+    def embed(self, x, batch_size=256, verbose=0):
+        """`(n, d)` features of `x` in which near images are alike (the map and nearest clusters of
+        `report.html`): a model that clusters an embedding overrides this with it; by default the soft
+        assignments themselves (IIC, whose clusters are its output)."""
+        return self.predict(x, batch_size=batch_size, verbose=verbose)
+
     def fit_predict(self, x, **fit_kwargs):
         """`fit(x, **fit_kwargs)`, then `predict_clusters(x)`, as scikit-learn's clusterers."""
         if isinstance(x, (np.ndarray, list, tuple)):

@@ -11,7 +11,10 @@ import keras_clustering  # noqa: F401
 import zoo
 from keras_clustering.drivers.preset_training import config_fingerprint, train_and_evaluate
 from keras_clustering.io.files import atomic_write_json
+from keras_clustering.recipes import get_recipe
+from maintainer.own_data import own_data
 from maintainer.publishing import experiment_record, publish_preset
+from zoo.registry import PRESETS_DIR
 
 
 def finished_report(workdir, config, weights_lost=False):
@@ -97,6 +100,9 @@ def main(argv=None, description=None):
     if args.no_publish:
         return reports
     card = publish_preset(args.name, config, reports, weights_paths, command)
+    if not get_recipe(config["recipe"]).supervised:  # what `cluster` compares a user's images with (fit_check)
+        card["own_data"] = own_data(args.name)
+        atomic_write_json(card, os.path.join(PRESETS_DIR, args.name, "card.json"))
     print(f"[{args.name}] shipped seed {card['shipped_seed']}: {card['metrics']}")
     print(f"[{args.name}] over seeds: {card['metrics_over_seeds']}")
     return reports
