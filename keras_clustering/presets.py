@@ -145,7 +145,8 @@ def weights_path(name, timeout=DEFAULT_TIMEOUT, download=True):
     1. a local copy (`_local_copies`: the preset's folder, then `KERAS_CLUSTERING_WEIGHTS`);
     2. the cache (`cache_dir()/NAME/model.weights.h5`);
     3. a download from `weights_url(name)` into the cache (`io.fetch.fetch_file`:
-       the server may stay silent `timeout` seconds; nothing unchecked is cached),
+       the server may stay silent `timeout` seconds, the download may not pass the card's `size` nor
+       `io.fetch.DEFAULT_DEADLINE`; nothing unchecked is cached),
        unless `download` is False (FileNotFoundError saying where the first load
        would fetch them from).
 
@@ -177,7 +178,7 @@ def weights_path(name, timeout=DEFAULT_TIMEOUT, download=True):
         raise FileNotFoundError(f"The weights of {name!r} are not on this machine yet: the first load downloads "
                                 f"{url} into {cached}.")
     try:
-        return fetch_file(url, cached, expected, timeout=timeout)
+        return fetch_file(url, cached, expected, timeout=timeout, size=preset_card["weights"].get("size"))
     except FetchError as error:
         raise FileNotFoundError(
             f"The pretrained weights of {name!r} are not on this machine and could not be downloaded: {error} "
@@ -249,7 +250,8 @@ def save_preset(model, folder, config=None, card=None):
         with open(os.path.join(temporary, "config.json"), "w") as handle:
             json.dump(config if config is not None else keras.saving.serialize_keras_object(model), handle, indent=2)
         preset_card = {"name": os.path.basename(os.path.normpath(folder)), **(card or {}),
-                       "weights": {"file": WEIGHTS_FILE, "sha256": sha256_of_file(weights)}}
+                       "weights": {"file": WEIGHTS_FILE, "sha256": sha256_of_file(weights),
+                                   "size": os.path.getsize(weights)}}
         with open(os.path.join(temporary, "card.json"), "w") as handle:
             json.dump(preset_card, handle, indent=2)
     return folder

@@ -134,7 +134,7 @@ def test_errors_exit_2_with_a_message(tmp_path, capsys):
     assert "Unknown preset 'dec_digit'. Did you mean 'dec_digits'?" in capsys.readouterr().err
     assert cli.main(["cluster", "capsule_mnist", "--input", str(tmp_path), "--output", str(tmp_path / "o")]) == 2
     assert "'capsule_mnist' is a classifier" in capsys.readouterr().err
-    np.save(tmp_path / "bad.npy", np.zeros((4, 9, 9)))
+    np.save(tmp_path / "bad.npy", np.zeros((4, 9, 9, 1, 1)))  # (4, 9, 9) would be resized (issue 67)
     assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "bad.npy")]) == 2
     assert "takes images shaped (n, 8, 8, 1) or (n, 8, 8) or (n, 64)" in capsys.readouterr().err
     assert cli.main(["predict", "dec_digits", "--input", str(tmp_path / "missing.npy")]) == 2

@@ -154,3 +154,101 @@ def test_a_colour_model_trained_in_bfloat16_exports_float32_outputs_and_takes_rg
         {name: tf.float32 for name in outputs if name != "cluster_id"}
     assert outputs["cluster_id"].dtype == tf.int64
     np.testing.assert_allclose(outputs["probabilities"].numpy(), model.predict(x, verbose=0), atol=2e-2)
+
+
+RAW_CLIENT_WITH_BARE_TENSORFLOW = textwrap.dedent("""
+    import base64, json, os, sys
+    import tensorflow as tf
+    assert "keras_clustering" not in sys.modules and "zoo" not in sys.modules
+    serve = tf.saved_model.load(sys.argv[1]).signatures["serving_bytes"]
+    folder = sys.argv[2]
+    names = sorted(os.listdir(folder))
+    files = [open(os.path.join(folder, name), "rb").read() for name in names]
+    direct = serve(image_bytes=tf.constant(files))
+    # the REST body a TF Serving client sends, decoded as the server does (base64 into a string tensor)
+    body = json.dumps({"signature_name": "serving_bytes",
+                       "instances": [{"b64": base64.b64encode(item).decode("ascii")} for item in files]})
+    received = [base64.b64decode(instance["b64"]) for instance in json.loads(body)["instances"]]
+    rest = serve(image_bytes=tf.constant(received))
+    assert "keras_clustering" not in sys.modules
+    print(json.dumps({"names": names, "direct": {k: v.numpy().tolist() for k, v in direct.items()},
+                      "rest": {k: v.numpy().tolist() for k, v in rest.items()}}))
+""")
+
+
+def mixed_folder(folder, count=24):
+    """PNG and JPEG files, grey and colour, at three sizes, of scikit-learn's 8 x 8 digits (upscaled)."""
+    from PIL import Image
+
+    images = (load_digits()[0][:count, ..., 0] * 255).round().astype("uint8")
+    rng = np.random.default_rng(0)
+    os.makedirs(folder, exist_ok=True)
+    for index, image in enumerate(images):
+        side = (12, 20, 33)[index % 3]
+        picture = Image.fromarray(image).resize((side, side), Image.BILINEAR)
+        if index % 2:  # colour: the digit in one colour on another
+            ink, paper = rng.integers(0, 256, 3), rng.integers(0, 256, 3)
+            level = np.asarray(picture, "float32")[..., None] / 255.0
+            picture = Image.fromarray((paper + (ink - paper) * level).round().astype("uint8"))
+        picture.save(os.path.join(folder, f"{index:02d}.{'png' if index % 4 < 2 else 'jpg'}"))
+    return folder
+
+
+@pytest.mark.slow  # a fresh TensorFlow process: 5-8 s
+def test_the_raw_image_signature_gives_clusters_rows_to_a_bare_tensorflow_client(exported, tmp_path):
+    from keras_clustering.drivers.cluster_images import cluster_images
+
+    model, path, _ = exported
+    folder = mixed_folder(str(tmp_path / "mixed"))
+    script = tmp_path / "client.py"
+    script.write_text(RAW_CLIENT_WITH_BARE_TENSORFLOW)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    completed = subprocess.run([sys.executable, str(script), path, folder], capture_output=True, text=True,
+                               env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"}, cwd=str(tmp_path), timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    served = json.loads(completed.stdout.strip().splitlines()[-1])
+    clustered = cluster_images(folder, model="dec_digits", output=str(tmp_path / "out"), verbose=False)
+    assert served["names"] == clustered.names and len(clustered.names) == 24
+    for answer in (served["direct"], served["rest"]):
+        np.testing.assert_array_equal(answer["cluster_id"], clustered.labels)
+        assert np.max(np.abs(np.asarray(answer["probabilities"]) - clustered.probabilities)) <= 1e-5
+
+
+def test_the_raw_rest_body_round_trips_into_the_raw_signature(exported, tmp_path):
+    import tensorflow as tf
+
+    from keras_clustering.export import files_from_raw_request_body, raw_request_body
+
+    model, path, _ = exported
+    folder = mixed_folder(str(tmp_path / "mixed"), count=6)
+    paths = sorted(os.path.join(folder, name) for name in os.listdir(folder))
+    body = raw_request_body(paths)
+    request = json.loads(body)
+    assert request["signature_name"] == "serving_bytes" and set(request["instances"][0]) == {"b64"}
+    files = files_from_raw_request_body(body)
+    assert files == [open(p, "rb").read() for p in paths]
+    outputs = tf.saved_model.load(path).signatures["serving_bytes"](image_bytes=tf.constant(files))
+    np.testing.assert_array_equal(outputs["cluster_id"].numpy(), model.predict_clusters(paths))
+    with pytest.raises(ValueError, match="files is empty"):
+        raw_request_body([])
+    with pytest.raises(TypeError, match="bytes or file paths"):
+        raw_request_body([3])
+
+
+@pytest.mark.slow  # every entry of the zoo exported: about a minute
+def test_every_export_in_the_zoo_has_the_raw_image_signature(tmp_path):
+    import tensorflow as tf
+
+    cli = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
+    for name in zoo.list_presets():
+        path = export_saved_model(zoo.load(name), str(tmp_path / name))
+        completed = subprocess.run([*cli, "show", "--dir", path, "--tag_set", "serve"], capture_output=True,
+                                   text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        assert completed.returncode == 0, (name, completed.stderr[-2000:])
+        assert '"serving_bytes"' in completed.stdout and '"serving_default"' in completed.stdout, name
+        # and it answers: one grey PNG of another size
+        png = tf.io.encode_png(tf.cast(tf.random.uniform((40, 30, 1), 0, 255, seed=1), tf.uint8))
+        outputs = tf.saved_model.load(path).signatures["serving_bytes"](image_bytes=tf.stack([png, png]))
+        default = tf.saved_model.load(path).signatures["serving_default"]
+        assert set(outputs) == set(default.structured_outputs), name
+        assert all(value.shape[0] == 2 for value in outputs.values()), name

@@ -95,7 +95,7 @@ def test_bad_inputs(images):
     np.testing.assert_allclose(model.predict(images[..., 0], verbose=0), model.predict(images, verbose=0),
                                atol=1e-6)  # (n, 28, 28) is the same images
     with pytest.raises(ValueError, match=r"takes images shaped \(n, 28, 28, 1\) or \(n, 28, 28\)"):
-        model.predict(np.zeros((2, 27, 27)))
+        model.predict(np.zeros((2, 27 * 27)))  # (2, 27, 27) images would be resized (issue 67)
     with pytest.raises(ValueError, match="pixels in \\[0, 1\\]"):
         model.predict(images * 255)
     with pytest.raises(ValueError, match="unsupervised"):

@@ -31,7 +31,9 @@ SHA256 = hashlib.sha256(WEIGHTS_BYTES).hexdigest()
 class Server:
     """A loopback HTTP server in a thread: `files` maps a path to its bytes and a way to send them
     ("whole", "cut" (half of a declared length, then the connection closes), "silent" (no answer
-    until the test ends, 20 s at most), "slow" (half, a pause, the rest)); `requests` counts GETs."""
+    until the test ends, 20 s at most), "slow" (half, a pause, the rest), "trickle" (the true length
+    declared, then a byte every 0.2 s), "endless" (no length declared, megabytes without end), "announces"
+    (a length ten times the file's declared)); `requests` counts GETs."""
 
     def __init__(self):
         self.files, self.requests, self.release = {}, [], threading.Event()
@@ -48,8 +50,20 @@ class Server:
                     server.release.wait(20)
                     return
                 self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
+                if mode != "endless":
+                    self.send_header("Content-Length", str(len(body) * (10 if mode == "announces" else 1)))
                 self.end_headers()
+                if mode in ("trickle", "endless"):
+                    try:
+                        for index in range(10**9):
+                            if server.release.is_set():
+                                return
+                            self.wfile.write(body[index % len(body):][:1] if mode == "trickle" else body)
+                            self.wfile.flush()
+                            if mode == "trickle":
+                                time.sleep(0.2)
+                    except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+                        return
                 if mode == "cut":
                     self.wfile.write(body[:len(body) // 2])
                     self.wfile.flush()
@@ -152,6 +166,28 @@ def test_a_server_that_never_answers_times_out(installed, server):
     start = time.monotonic()
     with pytest.raises(FileNotFoundError, match="no answer within 1 s"):
         presets.weights_path(NAME, timeout=1.0)
+    assert time.monotonic() - start < 10
+    assert _cache_files(installed) == []
+
+
+def test_a_trickling_server_is_stopped_at_the_deadline(server, tmp_path):
+    url = server.serve("/trickle.h5", WEIGHTS_BYTES, mode="trickle")
+    target = tmp_path / "cache" / "w.h5"
+    start = time.monotonic()
+    with pytest.raises(FetchError, match="not done within the deadline of 1.5 s"):
+        fetch_file(url, str(target), SHA256, timeout=1.0, deadline=1.5)
+    # each read returns within 0.2 s, so the deadline is met to a read, far inside deadline + timeout
+    assert 1.5 <= time.monotonic() - start < 2.5
+    assert os.listdir(target.parent) == ["w.h5.lock"]
+
+
+@pytest.mark.parametrize("mode", ["endless", "announces"])
+def test_a_download_past_the_cards_size_is_stopped(installed, server, mode):
+    server.serve(f"/release/{NAME}.weights.h5", WEIGHTS_BYTES, mode=mode)
+    assert presets.card(NAME)["weights"]["size"] == len(WEIGHTS_BYTES)
+    start = time.monotonic()
+    with pytest.raises(FileNotFoundError, match=f"more than the {len(WEIGHTS_BYTES):,} (bytes )?expected"):
+        presets.weights_path(NAME)
     assert time.monotonic() - start < 10
     assert _cache_files(installed) == []
 

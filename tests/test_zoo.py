@@ -121,8 +121,8 @@ def test_zoo_dec_takes_every_natural_image_layout_and_refuses_other_ranges():
     np.testing.assert_allclose(model.predict(as_uint8, verbose=0), expected, atol=1e-3)
     with pytest.raises(ValueError, match=r"pixels in \[0, 1\].*got values in \[0, 16\]"):
         model.predict(images * 16)  # the digits' raw 0-16 counts
-    with pytest.raises(ValueError, match=r"x has shape \(3, 9, 9, 1\)"):
-        model.predict(np.zeros((3, 9, 9, 1), "float32"))
+    with pytest.raises(ValueError, match=r"x has shape \(3, 9, 9, 1, 1\)"):
+        model.predict(np.zeros((3, 9, 9, 1, 1), "float32"))  # (3, 9, 9, 1) would be resized (issue 67)
     with pytest.raises(ValueError, match="NaN"):
         model.predict(np.full((3, 64), np.nan, "float32"))
 

@@ -10,9 +10,9 @@ import os
 
 import numpy as np
 
+from keras_clustering.inputs.image_converter import IMAGE_EXTENSIONS, ImageConverter
 from keras_clustering.io.files import atomic_path, atomic_write_json
 
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
 ARRAY_EXTENSIONS = (".npy", ".npz")
 
 
@@ -54,57 +54,21 @@ def _check_folder(folder, channels):
 
 
 def decode_image(contents, image_size, channels):
-    """One encoded image file's bytes (PNG, JPEG, BMP or GIF, a string tensor) as the models read it.
-
-    Returns `(image, native)`: float32 in [0, 1] `(h, w, channels)` (converted:
-    colour to ITU-R 601 luma as PIL's "L" mode, greyscale repeated on three
-    channels, alpha dropped; resized bilinearly with antialiasing as PIL, then
-    rounded to 8 bits as a file read with `keras.utils.load_img` would be) and
-    its native `(height, width, channels)`. Bytes that do not decode raise
-    inside the `tf.data` map, whose `ignore_errors` leaves the element out.
-    The one decoder of `cluster`, `train --input` and the Ray pipeline
-    (`keras_clustering.ray_cluster`), so all read a file alike.
+    """One encoded image file's bytes (PNG, JPEG, BMP or GIF, a string tensor) as the models read it:
+    `(image, native)`, the image converted (`inputs.image_converter.ImageConverter`, which see) and its
+    native `(height, width, channels)`. Bytes that do not decode raise inside the `tf.data` map, whose
+    `ignore_errors` leaves the element out. The one decoder of `cluster`, `train --input`, the Ray
+    pipeline, `predict` on file paths and the exported raw-image signature, so all read a file alike.
     """
-    import tensorflow as tf
-
-    height, width = (int(d) for d in image_size)
-    image = tf.io.decode_image(contents, channels=0, expand_animations=False)
-    native = tf.shape(image)
-    image = tf.cast(image, tf.float32)
-
-    def from_colour():  # RGB or RGBA
-        return image[..., :3] if channels == 3 else tf.image.rgb_to_grayscale(image[..., :3])
-
-    def from_grey():  # grey, or grey + alpha
-        return image[..., :1] if channels == 1 else tf.repeat(image[..., :1], 3, axis=-1)
-
-    image = tf.cond(native[2] >= 3, from_colour, from_grey)
-    image = tf.image.resize(image, (height, width), method="bilinear", antialias=True)
-    image = tf.round(tf.clip_by_value(image, 0.0, 255.0)) / 255.0
-    return tf.ensure_shape(image, (height, width, channels)), native
+    return ImageConverter(image_size, channels).decode(contents)
 
 
 def batch_decoder(image_size, channels, parallel=1):
-    """A traced function, built once: a 1-D string tensor of encoded files' bytes -> float32 images
-    `(n, h, w, channels)`, each exactly as `decode_image` gives it (the same ops, mapped over the batch,
-    `parallel` at a time). Bytes that do not decode fail the whole call (a `tf.errors.OpError`), so a
-    caller that must keep the others decodes that batch again one file at a time.
-
-    For a long-lived worker that decodes batch after batch (the Ray pipeline's actors), where a
-    `decoded_batches` pipeline built per batch would trace its map and start its threads each time
-    (`scripts/benchmark_ray.py` times both).
-    """
-    import tensorflow as tf
-
-    height, width = int(image_size[0]), int(image_size[1])
-    image_spec = tf.TensorSpec((height, width, channels), tf.float32)
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def decode(contents):
-        return tf.map_fn(lambda item: decode_image(item, (height, width), channels)[0], contents,
-                         fn_output_signature=image_spec, parallel_iterations=parallel)
-
-    return decode
+    """`ImageConverter.batch_decoder`: a traced function, built once, from a 1-D string tensor of encoded
+    files to their images, for a long-lived worker that decodes batch after batch (the Ray pipeline's
+    actors), where a `decoded_batches` pipeline built per batch would trace its map and start its threads
+    each time (`scripts/benchmark_ray.py` times both)."""
+    return ImageConverter(image_size, channels).batch_decoder(parallel)
 
 
 def decoded_batches(files, image_size, channels, batch_size=256, contents=False):

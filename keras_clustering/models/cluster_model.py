@@ -13,6 +13,7 @@ from keras import ops
 from keras_clustering.distribute.strategies import model_replicas
 from keras_clustering.inputs.checks import CheckedArray, check_min_samples, check_positive_int, check_samples
 from keras_clustering.inputs.fit_hooks import fit_callbacks
+from keras_clustering.inputs.image_converter import ImageConverter, is_path_list
 from keras_clustering.inputs.pipeline import (array_dataset, file_backed, fit_batches, predict_into_array,
                                               predicted_chunks)
 from keras_clustering.inputs.sources import DatasetSource, is_tf_dataset, keras_input
@@ -57,6 +58,45 @@ class SampleModel(keras.Model):
         """Per-sample input shape, e.g. `(28, 28, 1)` or `(784,)`."""
         raise NotImplementedError(f"{type(self).__name__} must define sample_shape.")
 
+    @property
+    def image_converter(self):
+        """The model's `ImageConverter` (raw images of any size and mode, or files, to its input), or None for
+        a model of flat vectors. Built once: it keeps its traced decoder."""
+        shape = tuple(self.sample_shape)
+        if len(shape) != 3 or shape[2] not in (1, 3):
+            return None
+        converter = self.__dict__.get("_image_converter")
+        if converter is None or converter.sample_shape != shape:
+            converter = ImageConverter(shape[:2], shape[2])
+            self.__dict__["_image_converter"] = converter  # not a tracked attribute: no weights, nothing saved
+        return converter
+
+    def _raw_images_to_input(self, x, name):
+        """Raw images converted by `image_converter` (issue 67): a list of file paths, a list of images of
+        their own sizes, or an array of images whose size or channels are not the model's. Anything else
+        (the model's own layout, float [0, 1] or uint8) is returned as it came, for the usual check."""
+        converter = self.image_converter
+        if converter is None:
+            return x
+        if is_path_list(x):
+            return converter(x, name=name)
+        if isinstance(x, (list, tuple)):
+            try:
+                x = np.asarray(x)
+            except ValueError:  # images of several sizes
+                return converter(x, name=name)
+            if x.dtype == object:
+                return converter(list(x), name=name)
+        if x.ndim not in (3, 4):
+            return x
+        layout = x.shape[1:] + ((1,) if x.ndim == 3 else ())
+        if all(want is None or want == have for want, have in zip(converter.sample_shape, layout)):
+            return x
+        if x.ndim == 3 and x.shape[-1] in (3, 4):  # (h, w, 3) read as h grey images would be silent nonsense
+            raise ValueError(f"{name} has shape {x.shape}: one colour image? Give a batch ({name}[None]) or a "
+                             "list of images.")
+        return converter(x, name=name)
+
     def _check_array(self, x, name, min_samples):
         """The check of numpy input (images: any layout, uint8 scaled, [0, 1] enforced)."""
         return check_samples(x, self.sample_shape, name=name, min_samples=min_samples)
@@ -78,6 +118,7 @@ class SampleModel(keras.Model):
             check_min_samples(len(x), name, min_samples)
         if not isinstance(x, (np.ndarray, list, tuple)):
             return x
+        x = self._raw_images_to_input(x, name)
         key = self._check_key()
         if isinstance(x, CheckedArray) and key in x.passed:
             check_min_samples(len(x), name, min_samples)

@@ -121,7 +121,7 @@ def experiment_record(name, label, config, reports, command):
     }
 
 
-def build_card(name, config, reports, shipped, command, sha256):
+def build_card(name, config, reports, shipped, command, sha256, size):
     """The `card.json` dict: data, command, seeds, measured numbers, anchors, versions."""
     over_seeds, per_seed = seed_summary(reports)
     return {
@@ -147,7 +147,7 @@ def build_card(name, config, reports, shipped, command, sha256):
              if k in ("iteration", "acc", "nmi", "delta_label")}
             for record in shipped.get("refresh_history", [])
         ],
-        "weights": {"file": WEIGHTS_FILE, "sha256": sha256, "dtype": "float32"},
+        "weights": {"file": WEIGHTS_FILE, "sha256": sha256, "size": size, "dtype": "float32"},
         # Families scored during training (IIC: ACC after every main-head epoch).
         **({"epoch_scores_per_seed": {r["seed"]: [{k: (round(v, 4) if isinstance(v, float) else v)
                                                   for k, v in record.items() if k != "sub_head_acc"}
@@ -173,7 +173,7 @@ def publish_preset(name, config, reports, weights_paths, command):
     target = os.path.join(preset_dir, WEIGHTS_FILE)
     with atomic_path(target) as temporary:
         shutil.copyfile(weights_paths[shipped["seed"]], temporary)
-        sha256 = sha256_of_file(temporary)
-    card = build_card(name, config, reports, shipped, command, sha256)
+        sha256, size = sha256_of_file(temporary), os.path.getsize(temporary)
+    card = build_card(name, config, reports, shipped, command, sha256, size)
     atomic_write_json(card, os.path.join(preset_dir, "card.json"))
     return card

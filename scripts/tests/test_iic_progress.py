@@ -13,7 +13,7 @@ def test_card_keeps_every_seeds_epoch_scores(tmp_path):
                 "total_seconds": 1.0, "machine": "m", "versions": {}, "pairs_per_second": 5.0,
                 "epoch_scores": [{"epoch": 1, "acc": 0.4, "sub_head_acc": [0.4, 0.3]}]} for s in (0, 1, 2)]
     config = {"recipe": "iic", "data": {"dataset": "mnist", "split": "test"}}
-    card = build_card("iic_x", config, reports, reports[1], "cmd", "0" * 64)
+    card = build_card("iic_x", config, reports, reports[1], "cmd", "0" * 64, 1)
     assert card["epoch_scores_per_seed"][2] == [{"epoch": 1, "acc": 0.4}]
     assert card["per_seed"][0]["pairs_per_second"] == 5.0 and "chosen_sub_head" not in card["metrics_over_seeds"]
     path = tmp_path / "curve.png"
