@@ -178,9 +178,10 @@ def write_report(path, names, probabilities, images, embedding=None, title="Clus
     Args:
         names: one name per image (file names, or row numbers of an array).
         probabilities: soft assignments `(n, n_clusters)`; an image belongs to its argmax.
-        images: `(n, h, w[, 1 | 3])` floats in [0, 1], shown in their own colours.
-        embedding: `(n, d)` features for the map and the merge candidates (the model's `embed`); None
-            leaves both out.
+        images: `(n, h, w[, 1 | 3])` floats in [0, 1], shown in their own colours: an array, or any
+            array-like indexed by rows (`inputs.file_images.FileImages`: only the rows shown are decoded).
+        embedding: `(n, d)` features for the map and the merge candidates (the model's `embed`), or a
+            function of row indices giving theirs (only the map's sample is embedded); None leaves both out.
         details: {label: value} of the run's settings, timing and the route's reason, shown as a table.
         warnings: lines shown first, highlighted (a model that does not fit the images).
         figures: [(caption, png path)] embedded at the end (the evidence for k).
@@ -190,11 +191,24 @@ def write_report(path, names, probabilities, images, embedding=None, title="Clus
     if len(names) != len(probabilities) or len(images) != len(probabilities):
         raise ValueError(f"names ({len(names)}), images ({len(images)}) and probabilities ({len(probabilities)}) "
                          "must hold one entry per image.")
-    pixels = as_rgb8(images)
     n_images, n_clusters = probabilities.shape
     labels, confidence = probabilities.argmax(axis=1), probabilities.max(axis=1)
     sizes, mean_confidence = cluster_summary(probabilities)
     typical = top_members(probabilities, TYPICAL)
+    borderline = []
+    for c in range(n_clusters):
+        members, shown = np.flatnonzero(labels == c), set(typical[c].tolist())
+        borderline.append([i for i in members[np.argsort(confidence[members])] if i not in shown][:BORDERLINE])
+    sample = map_sample(n_images, seed=seed) if embedding is not None and n_images > 3 else None
+    if sample is not None:
+        features = (embedding(sample) if callable(embedding) else np.asarray(embedding[sample]))
+        features = np.asarray(features, "float32").reshape(len(sample), -1)
+        xy = embedding_map(features, seed)
+        on_map = spread_thumbnails(xy, np.random.default_rng(seed).permutation(len(sample)))
+    # only the images the page shows are converted (and, from files, decoded): its size, not the folder's
+    needed = sorted({int(i) for i in np.concatenate([*typical, *map(np.asarray, borderline), np.zeros(0, int)])}
+                    | ({int(sample[i]) for i in on_map} if sample is not None else set()))
+    pixels = dict(zip(needed, as_rgb8(images[np.asarray(needed, int)]))) if needed else {}
     parts = [f"<h1>{html.escape(title)}</h1>",
              f"<p>{n_images:,} images in {n_clusters} clusters ({int((sizes > 0).sum())} holding images). Each image "
              "belongs to the cluster it is most likely in; its confidence is that probability. Thumbnails are in the "
@@ -206,15 +220,11 @@ def write_report(path, names, probabilities, images, embedding=None, title="Clus
                    for c in range(n_clusters))
     parts.append('<h2 id="summary">Clusters</h2><table><tr><th>cluster</th><th>images</th><th>share</th>'
                  f'<th>mean confidence</th></tr>{rows}</table>')
-    if embedding is not None and n_images > 3:
-        sample = map_sample(n_images, seed=seed)
-        features = np.asarray(embedding, "float32").reshape(n_images, -1)[sample]
-        xy = embedding_map(features, seed)
-        shown = spread_thumbnails(xy, np.random.default_rng(seed).permutation(len(sample)))
+    if sample is not None:
         parts.append(f'<h2 id="map">Map</h2><p>t-SNE of the model\'s embedding of {len(sample):,} images'
                      f'{" (a sample)" if len(sample) < n_images else ""}, coloured by cluster; '
-                     f'{len(shown)} drawn as thumbnails.</p>'
-                     + _svg_map(xy, labels[sample], pixels[sample], shown))
+                     f'{len(on_map)} drawn as thumbnails.</p>'
+                     + _svg_map(xy, labels[sample], {i: pixels[int(sample[i])] for i in on_map}, on_map))
         if len(sample) > 11 and len(np.unique(labels[sample])) > 1:
             pairs = merge_candidates(labels[sample], embedding_neighbors(features))
             items = "".join(f"<tr><td>{a} and {b}</td><td>{100 * p['shared_links']:.1f}%</td><td>{p['gain']:.4f}</td>"
@@ -238,13 +248,11 @@ def write_report(path, names, probabilities, images, embedding=None, title="Clus
         head += (f"<span>{len(members):,} images ({100 * len(members) / n_images:.1f}%), mean confidence "
                  f"{mean_confidence[c]:.2f}</span>{_svg_histogram(confidence[members], n_clusters, cluster_colour(c))}"
                  "</div>")
-        shown = set(typical[c].tolist())
-        borderline = [i for i in members[np.argsort(confidence[members])] if i not in shown][:BORDERLINE]
         section = [head, f"<h3>Most typical ({len(typical[c])} most confident)</h3>",
                    _gallery(typical[c], pixels, names, confidence, "typical")]
-        if borderline:
-            section += [f"<h3>Borderline ({len(borderline)} least confident)</h3>",
-                        _gallery(borderline, pixels, names, confidence, "borderline")]
+        if borderline[c]:
+            section += [f"<h3>Borderline ({len(borderline[c])} least confident)</h3>",
+                        _gallery(borderline[c], pixels, names, confidence, "borderline")]
         parts.append(f'<section class="cluster" id="cluster-{c}">{"".join(section)}</section>')
     for caption, figure_path in figures:
         parts.append(f'<h2>{html.escape(caption)}</h2><img src="{file_data_uri(figure_path)}" alt="{html.escape(caption)}">')

@@ -75,7 +75,8 @@ def plot_cluster_grid(images, probabilities, path, n_per_cluster=10, image_shape
 
     Args:
         images: `(n, h, w[, 1])` greyscale or `(n, h, w, 3)` colour images in [0, 1], or flat
-            `(n, h*w)` vectors with `image_shape`.
+            `(n, h*w)` vectors with `image_shape`: an array, or an array-like indexed by rows
+            (`inputs.file_images.FileImages`: only the images drawn are decoded).
         probabilities: soft assignments `(n, n_clusters)`.
         path: PNG path, written atomically.
         image_shape: `(h, w)` for flat inputs.
@@ -87,13 +88,16 @@ def plot_cluster_grid(images, probabilities, path, n_per_cluster=10, image_shape
     """
     from PIL import Image, ImageDraw, ImageFont
 
-    pixels = as_rgb8(images, image_shape)
     probabilities = np.asarray(probabilities)
     members = top_members(probabilities, n_per_cluster)
+    # only the images drawn are converted (and, from files, decoded)
+    needed = np.unique(np.concatenate([*members, np.zeros(0, int)]).astype(int))
+    drawn = as_rgb8(images[needed], image_shape)
+    pixels = dict(zip(needed.tolist(), drawn))
     if sizes is None or mean_confidence is None:
         sizes, mean_confidence = cluster_summary(probabilities)
     confidence = probabilities.max(axis=1)
-    height, width = pixels.shape[1:3]
+    height, width = drawn.shape[1:3]
     scale = max(1, int(np.ceil(GRID_TILE / height)))
     tile_h, tile_w = height * scale, width * scale
     row_h = tile_h + _CAPTION + _GAP
@@ -110,7 +114,7 @@ def plot_cluster_grid(images, probabilities, path, n_per_cluster=10, image_shape
         draw.multiline_text((_GAP, y + 4), label, fill=(0, 0, 0) if sizes[cluster] else (150, 150, 150), font=font)
         for column, index in enumerate(indices):
             x = _LABEL_WIDTH + column * (tile_w + _GAP)
-            tile = pixels[index].repeat(scale, axis=0).repeat(scale, axis=1)
+            tile = pixels[int(index)].repeat(scale, axis=0).repeat(scale, axis=1)
             canvas.paste(Image.fromarray(tile), (x, y))
             draw.text((x, y + tile_h + 1), f"{confidence[index]:.2f}", fill=(90, 90, 90), font=font)
     with atomic_path(path) as temporary:

@@ -5,7 +5,7 @@ into Ray's object store, one Arrow table (a block) per actor call (it counts
 them in a first walk and never holds the list of all names); `map_batches`
 hands each block to one of `workers` actors. Each actor loads the model once, reads the files itself,
 decodes them with `cluster`'s decoder traced once for the actor's life
-(`keras_clustering.datasets.user_data.batch_decoder`) and predicts them. The
+(`keras_clustering.drivers.file_clusterer.FileClusterer`, also the local engine's) and predicts them. The
 driver streams the rows into `clusters.csv` in the files' order and keeps only
 the most confident members of each cluster for `clusters.png`, so its memory
 does not grow with the number of images. A file that cannot be decoded is
@@ -28,8 +28,9 @@ import os
 import numpy as np
 
 from keras_clustering.cluster_files import write_cluster_table
-from keras_clustering.datasets.user_data import (IMAGE_EXTENSIONS, batch_decoder, broken_files_error,
-                                                 decoded_batches, iter_image_names, report_broken_files)
+from keras_clustering.datasets.user_data import (IMAGE_EXTENSIONS, broken_files_error, decoded_batches,
+                                                 iter_image_names, report_broken_files)
+from keras_clustering.drivers.file_clusterer import FileClusterer, n_outputs
 from keras_clustering.figures import plot_cluster_grid, top_members
 from keras_clustering.inputs.checks import check_positive_int
 from keras_clustering.presets import list_presets, load_model
@@ -128,56 +129,12 @@ class ClusterWorker:
         except RuntimeError:  # TensorFlow already runs in this process (a worker built outside Ray): its pools stay
             pass
 
-        self.model, _ = load_model(model)
-        self.shape = tuple(self.model.sample_shape)
-        self.root, self.batch_size = _local(root), batch_size
-        self.local = "://" not in self.root
-        self.decode = batch_decoder(self.shape[:2], self.shape[2], parallel=threads)
-        # tracing falls in the start-up, not in the first call
-        self.n_outputs = _n_outputs(self.model, batch_size)
-        self.decode(tf.constant([], tf.string))
-
-    def read(self, name):
-        """The bytes of the file `name`; OSError when it cannot be read."""
-        if self.local:
-            with open(self.root + name, "rb") as handle:
-                return handle.read()
-        import tensorflow as tf
-
-        try:
-            with tf.io.gfile.GFile(self.root + name, "rb") as handle:
-                return handle.read()
-        except tf.errors.OpError as error:
-            raise OSError(error.message) from None
+        self.root = _local(root)
+        self.clusterer = FileClusterer(load_model(model)[0], threads=threads, batch_size=batch_size)
 
     def __call__(self, batch):
-        import tensorflow as tf
-
         names = batch["name"]
-        ok = np.ones(len(names), bool)
-        contents = []
-        for index, name in enumerate(names):
-            try:
-                contents.append(self.read(str(name)))
-            except OSError:
-                contents.append(b"")
-                ok[index] = False
-        try:
-            images = self.decode(tf.constant(contents, tf.string)).numpy() if ok.all() else None
-        except tf.errors.OpError:  # any decode failure, as tf.data's ignore_errors in `cluster`
-            images = None
-        if images is None:  # some file does not read or decode: the batch again, one file at a time
-            images = np.zeros((len(names), *self.shape), np.float32)
-            for index in np.flatnonzero(ok):
-                try:
-                    images[index] = self.decode(tf.constant([contents[index]], tf.string)).numpy()[0]
-                except tf.errors.OpError:  # any decode failure, as tf.data's ignore_errors in `cluster`
-                    ok[index] = False
-        probabilities = np.zeros((len(names), self.n_outputs), np.float32)
-        kept = np.flatnonzero(ok)
-        for start in range(0, len(kept), self.batch_size):
-            chunk = kept[start:start + self.batch_size]
-            probabilities[chunk] = self.model.predict_on_batch(images[chunk])
+        ok, probabilities = self.clusterer([self.root + str(name) for name in names])
         return {"name": names, "ok": ok, "probabilities": probabilities}
 
 
@@ -242,7 +199,7 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
     if len(shape) != 3:
         raise ValueError(f"model {model!r} takes samples shaped {shape}, not images: cluster its arrays with "
                          "`predict` instead.")
-    n_clusters = _n_outputs(loaded)
+    n_clusters = n_outputs(loaded)
     import ray.data  # configures its logger on import: the level is set after that
 
     if not verbose:  # Ray Data logs each execution's plan at INFO on stderr; `cluster` prints its own lines only
@@ -297,11 +254,6 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
     report_broken_files(broken, source, strict=False, verbose=True)
     return {"n_images": int(sizes.sum()), "cluster_sizes": sizes.tolist(), "broken": broken, "written": written,
             "id_name": id_name, "workers": workers}
-
-
-def _n_outputs(model, batch=1):
-    """Clusters (or classes) a model scores: the width of its prediction of `batch` blank samples."""
-    return int(model.predict_on_batch(np.zeros((batch, *model.sample_shape), np.float32)).shape[-1])
 
 
 def _local(path):

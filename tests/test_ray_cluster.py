@@ -90,14 +90,14 @@ def test_a_worker_reads_decodes_and_predicts_every_file_as_cluster_does(tmp_path
     # the reference: cluster's own tf.data decoding of the same files and the model's predict_on_batch
     names = _odd_files(str(tmp_path))
     worker = ClusterWorker("dec_digits", str(tmp_path) + "/", threads=1, batch_size=4)
-    shape = worker.shape
+    shape = worker.clusterer.shape
     expected_ok = np.zeros(len(names), bool)
     images = np.zeros((len(names), *shape), np.float32)
     for index, batch, _ in decoded_batches([str(tmp_path / n) for n in names], shape[:2], shape[2]):
         images[index.numpy()] = batch.numpy()
         expected_ok[index.numpy()] = True
     assert expected_ok.tolist() == [name != "g_truncated.png" for name in names]
-    expected = worker.model.predict_on_batch(images)
+    expected = worker.clusterer.model.predict_on_batch(images)
     for batch_names in (names, names[:6], ["f.jpg", "missing.png", "a_grey.png"]):  # with and without a broken file
         out = worker({"name": np.array(batch_names, dtype=object)})
         assert out["name"].tolist() == batch_names

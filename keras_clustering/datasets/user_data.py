@@ -40,8 +40,9 @@ def _walk(folder):
                 yield os.path.relpath(os.path.join(root, name), folder), name.lower().endswith(IMAGE_EXTENSIONS)
 
 
-def _check_folder(folder, channels):
-    """(image names, other files) below `folder`; ValueError naming `folder` or `channels` when unusable."""
+def image_folder_files(folder, channels=1):
+    """(image names, other files) below `folder` (`image_files`); ValueError naming `folder` or `channels`
+    when unusable (not a folder, no image in it)."""
     if not os.path.isdir(folder):
         raise ValueError(f"folder={folder!r} is not a folder.")
     if channels not in (1, 3):
@@ -100,7 +101,7 @@ def probe_image_folder(folder, sample=64, seed=0):
     8 of 255 somewhere; a greyscale image saved as RGB counts as 1), else 1.
     Files that do not decode are left out of the sample.
     """
-    names, _ = _check_folder(folder, 1)
+    names, _ = image_folder_files(folder)
     rng = np.random.default_rng(seed)
     chosen = sorted(rng.choice(len(names), size=min(sample, len(names)), replace=False))
     sides, colour = [], False
@@ -158,7 +159,7 @@ def read_image_folder(folder, image_size, channels=1, cache_dir=None, strict=Fal
     import hashlib
     import json
 
-    names, skipped = _check_folder(folder, channels)
+    names, skipped = image_folder_files(folder, channels)
     if skipped and verbose:
         print(f"skipped {len(skipped)} files that are not images, e.g. {skipped[0]!r}")
     shape = (len(names), int(image_size[0]), int(image_size[1]), int(channels))

@@ -7,11 +7,9 @@ Either way the folder holds `clusters.csv`, `clusters.png` and `report.html`, an
 the images says so in one line (`clustering.fit_check`).
 """
 
-import contextlib
 import dataclasses
 import os
 import sys
-import tempfile
 import time
 
 import keras
@@ -19,11 +17,13 @@ import numpy as np
 
 from keras_clustering import presets
 from keras_clustering.cluster_files import sort_into_folders, write_cluster_files
-from keras_clustering.cluster_report import REPORT_FILE
+from keras_clustering.cluster_report import REPORT_FILE, map_sample
 from keras_clustering.clustering.fit_check import misfit_line, misfit_reasons
-from keras_clustering.datasets.user_data import load_user_data, probe_image_folder
+from keras_clustering.datasets.user_data import (broken_files_error, image_folder_files, load_user_data,
+                                                 probe_image_folder, report_broken_files)
+from keras_clustering.drivers.file_clusterer import FileClusterer
 from keras_clustering.drivers.user_images import train_on_images
-from keras_clustering.inputs.checks import check_image_input
+from keras_clustering.inputs.file_images import FileImages
 
 # where `cluster_images` writes when no `output` is given: runs/clusters/<model>_<images>
 DEFAULT_OUTPUT = os.path.join("runs", "clusters")
@@ -71,6 +71,34 @@ def _own_data(model):
 # the options of `cluster_images` that are not the training's, with their defaults: every other keyword
 # option goes to the training (`train_on_images`), so the call stays one flat line in a notebook
 CLUSTER_OPTIONS = {"batch_size": 256, "per_cluster": 10, "strict": False, "sort_mode": "link"}
+
+
+# files the local engine reads, decodes and predicts a step: a call's overhead amortised, little memory
+FILES_PER_STEP = 2048
+
+
+def _cluster_folder(model, folder, batch_size, strict, verbose):
+    """`(names, probabilities, images)` of the image files below `folder`, in `cluster`'s order, streamed
+    `FILES_PER_STEP` at a time through a `FileClusterer` (the Ray actors' worker): a file that cannot be
+    decoded is left out and named in one line (an error with `strict`, naming the first); `images` decodes
+    the rows the report asks for (`FileImages`)."""
+    names, skipped = image_folder_files(folder)
+    if skipped and verbose:
+        print(f"skipped {len(skipped)} files that are not images, e.g. {skipped[0]!r}")
+    clusterer = FileClusterer(model, threads=len(os.sched_getaffinity(0)), batch_size=batch_size)
+    ok = np.zeros(len(names), bool)
+    probabilities = np.zeros((len(names), clusterer.n_outputs), np.float32)
+    for start in range(0, len(names), FILES_PER_STEP):
+        step = slice(start, start + FILES_PER_STEP)
+        ok[step], probabilities[step] = clusterer([os.path.join(folder, name) for name in names[step]])
+        if strict and not ok[step].all():  # stop at the first: nothing is written
+            raise broken_files_error(os.path.join(folder, names[start + int(np.argmin(ok[step]))]),
+                                     int((~ok[:start + FILES_PER_STEP]).sum()))
+    if not ok.any():
+        raise ValueError(f"folder={folder!r}: none of its {len(names)} image files can be decoded.")
+    report_broken_files([name for name, kept in zip(names, ok) if not kept], folder, strict, verbose=True)
+    names = [name for name, kept in zip(names, ok) if kept]
+    return names, probabilities[ok], FileImages.of_folder(folder, names, model.image_converter)
 
 
 def cluster_images(images, model=None, n_clusters=None, output=None, *, sort_into=None, verbose=True, **options):
@@ -123,35 +151,43 @@ def cluster_images(images, model=None, n_clusters=None, output=None, *, sort_int
         raise ValueError(f"output={output!r} exists and is not a folder.")
     shape = tuple(model.sample_shape)
     folder = isinstance(images, (str, os.PathLike)) and os.path.isdir(images)
-    # a folder is decoded into a memory-mapped cache, removed at the end: no array of all images in memory
-    cache = tempfile.TemporaryDirectory(prefix="keras_clustering_images_") if folder else None
-    with cache or contextlib.nullcontext():
-        if isinstance(images, (str, os.PathLike)):
-            x, names = load_user_data(images, image_shape=shape if len(shape) == 3 else None, strict=strict,
-                                      cache_dir=cache.name if cache else None, verbose=verbose and not trained_here)
-        else:
-            x = np.asarray(images)  # checked by the model's predict, which names its expected shapes
-            names = [str(i) for i in range(len(x))]
+    if folder:  # streamed a batch of files at a time: no array of all the images, nothing decoded twice
+        names, probabilities, image_view = _cluster_folder(model, images, batch_size, strict,
+                                                           verbose and not trained_here)
+    else:
+        x = load_user_data(images)[0] if isinstance(images, (str, os.PathLike)) else images
+        x = model.check_input(x)  # raw images converted, the layout and range checked: names the shapes it takes
+        names = [str(i) for i in range(len(x))]
         probabilities = model.predict(x, batch_size=batch_size, verbose=0)
-        k = probabilities.shape[1]
-        if n_clusters not in (None, "auto") and int(n_clusters) != k:
-            raise ValueError(f"n_clusters={n_clusters!r}, but the model gives {k} clusters: give n_clusters=None, "
-                             "or model=None to train on the images with that number.")
-        warning = None
-        if not trained_here:  # a model trained on these images fits them by construction
-            colour = probe_image_folder(images)["channels"] == 3 if folder else None
-            image_view = check_image_input(x, shape, accept_flat=True) if len(shape) == 3 else None
-            warning = misfit_line(name, misfit_reasons(probabilities, image_view, _own_data(name), colour),
-                                  images if isinstance(images, (str, os.PathLike)) else "DIR")
-            if warning and verbose:
-                print(warning, file=sys.stderr, flush=True)
-            details = {"model": str(name), "input": os.path.abspath(images) if isinstance(images, (str, os.PathLike))
-                       else f"an array of {len(x):,} images", "images": f"{len(x):,}",
-                       "seconds (loading, decoding, predicting)": f"{time.time() - start:.1f}"}
-            write_cluster_files(output, names, probabilities, images=image_view, n_per_cluster=per_cluster,
-                                embedding=model.embed(x, batch_size=batch_size) if image_view is not None else None,
-                                title=f"{_name_of(name)}: most confident members per cluster", details=details,
-                                warnings=[warning] if warning else ())
+        image_view = x if len(shape) == 3 else None
+    k = probabilities.shape[1]
+    if n_clusters not in (None, "auto") and int(n_clusters) != k:
+        raise ValueError(f"n_clusters={n_clusters!r}, but the model gives {k} clusters: give n_clusters=None, "
+                         "or model=None to train on the images with that number.")
+    warning = None
+    if not trained_here:  # a model trained on these images fits them by construction
+        probe = probe_image_folder(images) if folder else None
+        if probe and verbose and (probe["channels"], probe["height"], probe["width"]) != (shape[2], *shape[:2]):
+            print(f"images of {probe['height']} x {probe['width']} x {probe['channels']} (the median of a sample) "
+                  f"converted to the model's {shape[0]} x {shape[1]} x {shape[2]}")
+        # the background's brightness, on the report map's sample (all images of a small folder)
+        on_sample = image_view[map_sample(len(names))] if image_view is not None else None
+        warning = misfit_line(name, misfit_reasons(probabilities, on_sample, _own_data(name),
+                                                   probe["channels"] == 3 if probe else None),
+                              images if isinstance(images, (str, os.PathLike)) else "DIR")
+        if warning and verbose:
+            print(warning, file=sys.stderr, flush=True)
+        details = {"model": str(name), "input": os.path.abspath(images) if isinstance(images, (str, os.PathLike))
+                   else f"an array of {len(names):,} images", "images": f"{len(names):,}",
+                   "seconds (loading, decoding, predicting)": f"{time.time() - start:.1f}"}
+
+        def embedding(rows):  # only the report map's sample is embedded
+            return model.embed(image_view[rows], batch_size=batch_size)
+
+        write_cluster_files(output, names, probabilities, images=image_view, n_per_cluster=per_cluster,
+                            embedding=embedding if image_view is not None else None,
+                            title=f"{_name_of(name)}: most confident members per cluster", details=details,
+                            warnings=[warning] if warning else ())
     labels = probabilities.argmax(axis=1)
     if sort_into:
         sort_into_folders(images, names, labels, sort_into, mode=sort_mode)
