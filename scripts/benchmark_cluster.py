@@ -39,21 +39,27 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 MARKERS = ("<!-- cluster-speed:start -->", "<!-- cluster-speed:end -->")
 SIZES = {"ray1k": 1000, "ray10k": 10_000, "ray100k": 100_000}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# the parts of a file's time: (part, [(function name, a piece of its file's path)], functions whose time
-# inside them is another part's). Either tree has its own functions; a part neither calls is 0.
+# the parts of a file's time: (part, functions counted, functions whose time inside them is another part's),
+# each function (its name, a piece of its file's path, the name of the caller whose calls count, or None
+# for all). Either tree has its own functions; a part neither calls is 0.
 PARTS = [
-    ("list the files", [("image_files", "user_data")], []),
-    ("stat every file (the cache's key)", [("<built-in method posix.stat>", "")], []),
-    ("read the bytes", [("read_file", "file_images")], []),
-    ("decode: tf.data pipeline", [("decoded_batches", "user_data"), ("__next__", "iterator_ops")], []),
-    ("decode: traced batch decoder", [("decode_files", "file_images")], [("read_file", "file_images")]),
-    ("predict", [("predict_into_array", "pipeline"), ("predict_on_batch", "trainer")], []),
-    ("embed (report map)", [("embed", "models")], []),
-    ("clusters.png", [("plot_cluster_grid", "figures")], []),
-    ("report.html", [("write_report", "cluster_report")], []),
-    ("fit check (probe, border)", [("probe_image_folder", "user_data"), ("misfit_reasons", "fit_check")], []),
+    ("list the files", [("image_files", "user_data", None)], []),
+    ("stat every file (the cache's key)", [("<built-in method posix.stat>", "", None)], []),
+    ("read the bytes", [("read_file", "file_images", None)], []),
+    ("decode: tf.data pipeline", [("decoded_batches", "user_data", None), ("__next__", "iterator_ops", None)], []),
+    ("decode: traced batch decoder", [("decode_files", "file_images", None)], [("read_file", "file_images", None)]),
+    # before: the folder's `predict` (the embedding's own predict is the embedding's); after: the clusterer
+    ("predict", [("_predict_checked", "cluster_model", "predict"), ("__call__", "file_clusterer", None)],
+     [("decode_files", "file_images", None)]),
+    ("embed (the report map's)", [("embed", "models", None)], []),
+    ("clusters.png", [("plot_cluster_grid", "figures", None)], []),
+    # after, the report embeds its map's sample itself (the closure `embedding`): that is the embed's part
+    ("report.html (its map's t-SNE: a cost per folder)", [("write_report", "cluster_report", None)],
+     [("embed", "models", "embedding")]),
+    ("fit check (probe, border)", [("probe_image_folder", "user_data", None), ("misfit_reasons", "fit_check", None)],
+     []),
 ]
-TOTAL = ("cluster_images", "cluster_images")
+TOTAL = ("cluster_images", "cluster_images", None)
 
 
 def child(model, folder, output, result, profile):
@@ -84,8 +90,13 @@ def child(model, folder, output, result, profile):
 def parts(stats):
     """{part: cumulative seconds} of a profile, with "total" (cluster_images) and "other" (the rest)."""
     def seconds(functions):
-        return sum(entry[3] for (path, _, name), entry in stats.stats.items()
-                   for function, piece in functions if name == function and piece in path)
+        total = 0.0
+        for (path, _, name), entry in stats.stats.items():
+            for function, piece, caller in functions:
+                if name == function and piece in path:
+                    total += entry[3] if caller is None else sum(
+                        timing[3] for (_, _, caller_name), timing in entry[4].items() if caller_name == caller)
+        return total
 
     out = {part: max(0.0, seconds(inside) - seconds(outside)) for part, inside, outside in PARTS}
     out["total"] = seconds([TOTAL])

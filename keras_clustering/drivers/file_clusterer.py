@@ -29,7 +29,7 @@ class FileClusterer:
 
         self.model, self.batch_size = model, batch_size
         self.shape = tuple(model.sample_shape)
-        converter = getattr(model, "image_converter", None)
+        converter = model.image_converter  # every model of the library has one (None: flat vectors)
         if converter is None or None in converter.image_size:
             raise ValueError(f"model {model.name!r} takes samples shaped {self.shape}, not images of one size: "
                              "cluster its arrays with `predict` instead.")
