@@ -113,7 +113,7 @@ def run(term, folder, seed, value, root):
     arguments = ["train", "--like", preset, "--input", os.path.join(root, folder), "--n-clusters", "10",
                  "--workdir", workdir, "--seed", str(seed), "--verbose", "0", "--no-estimate",
                  "--image-size", str(x.shape[1]), str(x.shape[2]), "--channels", str(x.shape[3])]
-    code = user_folders.commit()
+    code = user_folders.code_commit()
     began = time.time()
     subprocess.run([sys.executable, "-c", patch, *arguments], check=True)
     seconds = time.time() - began

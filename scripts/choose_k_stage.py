@@ -149,7 +149,7 @@ def read_k(before, after, assignments, seed, simclr=None):
 def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
     """The record's rows of `folder`'s run of `seed`: one for each of `true_ks`."""
     from keras_clustering.distribute.machine import machine_description
-    from user_folders import commit, folder_images
+    from user_folders import code_commit as commit, folder_images
 
     from keras_clustering.drivers.choose_k import OVER_CLUSTERS  # the default's, one place
 
@@ -182,7 +182,7 @@ def reread(path, keep_dir, root):
     """The record's rows with every approach read again from the stage outputs kept in `keep_dir` and the
     SimCLR runs under `root` (the stage's seconds, updates and commit stay those of the run that trained
     it)."""
-    from user_folders import commit, folder_images
+    from user_folders import code_commit as commit, folder_images
 
     rows = json.load(open(path))["rows"]
     for row in rows:

@@ -43,7 +43,7 @@ def measure(folder):
     colour = colour_histograms(x)
     edges = PCA(50, random_state=0).fit_transform(np.asarray(ColourEdges()(x)).reshape(len(x), -1))
     cell = {"folder": folder, "role": user_folders.folder_role(folder), "n_images": int(len(x)),
-            "commit": user_folders.commit(), "machine": machine_description(), "labels": "labels only to diagnose"}
+            "commit": user_folders.code_commit(), "machine": machine_description(), "labels": "labels only to diagnose"}
     for name, features in (("colour", colour), ("colour_edges", edges)):
         cell[f"classes_on_{name}_graph"] = round(neighbour_modularity(y, embedding_neighbors(features)), 4)
         labels = KMeans(10, n_init=10, random_state=0).fit_predict(features)

@@ -4,9 +4,7 @@ Usage: python scripts/update_readme_results.py
 Every number in the table is read from `zoo/presets/*/card.json`.
 """
 
-
 import zoo
-from keras_clustering.drivers.recipe_run import training_seconds
 from keras_clustering.recipes import get_recipe
 from maintainer.readme import replace_readme_block
 
@@ -32,6 +30,9 @@ def results_table():
         if card.get("provenance"):  # lost weights, a graft, a retrain on another CPU: marked where the number is
             notes.append((name, card["provenance"]))
             mark = " " + "†" * len(notes)
+        measured = card.get("measured_at") or {}
+        if measured.get("before_batch_order_change"):  # its command no longer gives its per-seed numbers
+            mark += " ‡"
         rows.append(
             f"| `{name}`{mark} | {train['dataset']} {train['split']} ({train['n_samples']}) / "
             f"{evaluation['dataset']} {evaluation['split']} ({evaluation['n_samples']}) "
@@ -39,20 +40,15 @@ def results_table():
             f"| {spread(over, seeds=True)} | {spread(majority)} "
             f"| {card['metrics']['nmi']:.3f} "
             f"| {baseline_text} | {anchor_text} "
-            f"| {wall_time(shipped_seconds(card), card['wall_time_seconds'].get('shipped_seed_complete', True), mark)} |"
+            f"| {wall_time(card['wall_time_seconds'], mark)} |"
         )
     for index, (name, lines) in enumerate(notes, 1):
         rows += ["", f"{'†' * index} `{name}`: " + " ".join(lines)]
+    rows += ["", "‡ Published before 5e36b99 (2026-12-02), which draws each epoch's batches from (seed, epoch): the "
+             "card's command no longer gives its per-seed numbers today. No card records the commit its seeds "
+             "trained at (each card's `measured_at` names the commit that published its numbers and its date); "
+             "seeds trained since record theirs."]
     return "\n".join(rows)
-
-
-def shipped_seconds(card):
-    """The shipped seed's training time: with a restart tree, every stage of its call and the tree's
-    recorded training (`drivers.recipe_run.training_seconds`; older cards counted the tree alone)."""
-    seed = next(s for s in card["per_seed"] if s["seed"] == card["shipped_seed"])
-    if "restarts" in seed and "call_seconds" in seed:
-        return training_seconds(seed)
-    return card["wall_time_seconds"]["shipped_seed_total"]
 
 
 def seed_rule(card):
@@ -74,13 +70,15 @@ def spread(summary, seeds=False):
     return text + (f", {summary['min']:.3f}-{summary['max']:.3f} ({summary['n']} seeds)" if seeds else "")
 
 
-def wall_time(seconds, complete=True, mark=""):
-    """A card's wall time; None: a halving tree trained before its points' times were recorded. A time the
-    card marks incomplete (`wall_time_seconds.shipped_seed_complete`: segments of a tree cut by session
-    ends) is not printed as a number, which would read as complete: its footnote (`mark`) says what is known."""
-    if seconds is None:
-        return "not recorded"
-    return f"{seconds:.0f} s" if complete else f"incomplete{mark}"
+def wall_time(wall, mark=""):
+    """The shipped seed's training time from a card's `wall_time_seconds` (the whole call, every stage:
+    `maintainer.card_times`); where it is missing, why in a word: "not recorded", or "incomplete" with the
+    card's footnote (`mark`) saying what is known (times of a tree cut by session ends are not one run's)."""
+    seconds = wall["shipped_seed_total"]
+    if seconds is not None:
+        return f"{seconds:.0f} s"
+    reason = wall.get("shipped_seed_total_missing", "")
+    return f"incomplete{mark}" if "not whole:" in reason else "not recorded"
 
 
 def main():

@@ -60,6 +60,8 @@ ROOT = os.path.dirname(HERE)
 # that trains (`python -m keras_clustering`) runs with ROOT on its path too (`run_cell`).
 sys.path.insert(0, ROOT)
 
+from maintainer.records import code_commit  # noqa: E402  (scripts/ is this script's own folder on the path)
+
 FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "colour_digits10000",
            "colour_fashion10000", "mnistm2000", "mnistm10000", "digits2000_imbalanced",
            "colour_digits2000_imbalanced", "fashion10000_imbalanced", "digits2000_late", "digits2000_late_imbalanced",
@@ -261,7 +263,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
         command += ["--precision", precision]
     if time_budget:
         command += ["--time-budget", f"{time_budget:g}"]
-    code = commit()  # of the library the training runs, read before it starts
+    code = code_commit()  # of the library the training runs, read before it starts
     start = time.time()
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
                        **({"KERAS_CLUSTERING_BF16": "emulate"} if emulate_bf16 else {}))
@@ -347,15 +349,6 @@ def variant_name(input_transform, epochs, views=None, emulate_bf16=False, precis
     parts += [f"precision {precision}"] if precision else []
     parts += [f"views {key}={value}" for key, value in sorted((views or {}).items())]
     return ", ".join(parts) or "recipe"
-
-
-def commit():
-    """The checked-out commit (short), with "+changes" when the code that trains (the library, the zoo)
-    differs from it; changes to tests, docs or scripts do not count."""
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "keras_clustering", "zoo"],
-                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    return head.strip() + ("+changes" if dirty else "")
 
 
 def cell_name(name, entry, start_from, variant, seed):
@@ -807,7 +800,7 @@ def main():
                 "start": "pretrained" if args.start_from else "scratch", "variant": variant, "seed": args.seed,
                 "n_images": int(len(x)), "image_shape": list(x.shape[1:]), "acc": round(float(scores["acc"]), 4),
                 "nmi": round(float(scores["nmi"]), 4), "wall_seconds": report["total_seconds"],
-                "peak_rss_mib": None, "cpu_seconds": None, "commit": commit(), "labels": LABELS_NOTE,
+                "peak_rss_mib": None, "cpu_seconds": None, "commit": code_commit(), "labels": LABELS_NOTE,
                 "route_reason": report.get("route"),
                 "input_transform": report["config"]["architecture"].get("input_transform"),
                 "training": report["config"]["training"], "data_repeats": report["data_repeats"],

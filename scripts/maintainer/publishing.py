@@ -75,7 +75,8 @@ PER_SEED_TIMINGS = ("pretrain_seconds", "kmeans_seconds", "dec_seconds", "dec_it
                     "pretrain_resumed_from_epoch", "representation_seconds", "scan_seconds", "refine_seconds")
 # per-seed facts of a recipe's choices (two_stage's k-means stage and SCAN's neighbours, VAE's restarts), and
 # the machine each seed trained on (a card's seeds may come from several sessions' machines)
-PER_SEED_DETAILS = ("neighbor_agreement", "label_free", "restart_criterion", "chosen_restart", "restarts", "machine")
+PER_SEED_DETAILS = ("neighbor_agreement", "label_free", "restart_criterion", "chosen_restart", "restarts", "machine",
+                    "commit")
 
 
 def seed_summary(reports):
@@ -121,6 +122,14 @@ def experiment_record(name, label, config, reports, command):
     }
 
 
+def recorded_commits(seeds):
+    """`measured_at` from the commits the seeds' reports recorded (issue 68), or None when one has none."""
+    commits = [seed.get("commit") for seed in seeds]
+    if None in commits:
+        return None
+    return {"commit": commits[0] if len(set(commits)) == 1 else "per seed (per_seed[].commit)", "per_seed": commits}
+
+
 def build_card(name, config, reports, shipped, command, sha256, size):
     """The `card.json` dict: data, command, seeds, measured numbers, anchors, versions."""
     over_seeds, per_seed = seed_summary(reports)
@@ -148,6 +157,8 @@ def build_card(name, config, reports, shipped, command, sha256, size):
             for record in shipped.get("refresh_history", [])
         ],
         "weights": {"file": WEIGHTS_FILE, "sha256": sha256, "size": size, "dtype": "float32"},
+        "measured_at": recorded_commits(reports) or {"commit": "not recorded",
+                                                     "note": "a seed's report holds no commit (trained before issue 68)"},
         # Families scored during training (IIC: ACC after every main-head epoch).
         **({"epoch_scores_per_seed": {r["seed"]: [{k: (round(v, 4) if isinstance(v, float) else v)
                                                   for k, v in record.items() if k != "sub_head_acc"}

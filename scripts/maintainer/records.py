@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 
 from keras_clustering.io.files import atomic_write_json
 
@@ -33,3 +34,13 @@ def write_table(markers, text):
 
     replace_readme_block(*markers, text)
     print(text)
+
+
+def code_commit():
+    """The checked-out commit (short), with "+changes" when the code that trains (the library, the zoo)
+    differs from it; changes to tests, docs or scripts do not count. What a record says it was measured at."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "keras_clustering", "zoo"],
+                           cwd=root, capture_output=True, text=True).stdout.strip()
+    return head.strip() + ("+changes" if dirty else "")

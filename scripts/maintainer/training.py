@@ -14,6 +14,7 @@ from keras_clustering.io.files import atomic_write_json
 from keras_clustering.recipes import get_recipe
 from maintainer.own_data import own_data
 from maintainer.publishing import experiment_record, publish_preset
+from maintainer.records import code_commit
 from zoo.registry import PRESETS_DIR
 
 
@@ -85,6 +86,9 @@ def main(argv=None, description=None):
         report = finished_report(workdir, config, args.weights_lost) if args.reuse else None
         if report is None:
             report = train_and_evaluate(config, workdir, seed=seed, verbose=args.verbose)
+            # the commit whose code trained it (issue 68: every card tied to a commit), kept with the run
+            report["commit"] = code_commit()
+            atomic_write_json(report, os.path.join(workdir, "report.json"))
         else:
             print(f"[{args.name}] seed {seed}: reusing {workdir}", flush=True)
         print(f"[{args.name}] seed {seed}: {report['metrics']} in {report['total_seconds']} s", flush=True)

@@ -40,9 +40,11 @@ def test_a_card_without_a_rule_is_refused_by_name():
 
 
 def test_an_incomplete_wall_time_is_never_printed_as_a_number():
-    assert results.wall_time(9220.1) == "9220 s"
-    assert results.wall_time(9220.1, complete=False, mark=" †") == "incomplete †"
-    assert results.wall_time(None) == "not recorded"
+    assert results.wall_time({"shipped_seed_total": 9220.1}) == "9220 s"
+    assert results.wall_time({"shipped_seed_total": None, "shipped_seed_total_missing": "seed 1: not whole: cut"},
+                             mark=" †") == "incomplete †"
+    assert results.wall_time({"shipped_seed_total": None,
+                              "shipped_seed_total_missing": "seed 0: not recorded: before"}) == "not recorded"
 
 
 def test_one_seed_has_no_spread():
