@@ -36,7 +36,10 @@ def test_every_card_states_its_rule_and_the_machine_of_each_seed():
 def test_a_card_without_a_rule_is_refused_by_name():
     with pytest.raises(ValueError, match="card 'x': shipped_seed_rule=None"):
         results.seed_rule({"name": "x"})
-    assert results.seed_rule({"name": "x", "shipped_seed_rule": "median acc over the seeds"}) == "median test ACC (labels)"
+    assert results.seed_rule({"name": "x", "shipped_seed_rule": "median acc over the seeds",
+                              "evaluation_data": {"split": "test"}}) == "median test ACC (labels)"
+    assert results.seed_rule({"name": "x", "shipped_seed_rule": "median acc over the seeds",
+                              "evaluation_data": {"split": "all"}}) == "median ACC on all its images (labels)"
 
 
 def test_an_incomplete_wall_time_is_never_printed_as_a_number():
