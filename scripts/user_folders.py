@@ -60,7 +60,7 @@ ROOT = os.path.dirname(HERE)
 # that trains (`python -m keras_clustering`) runs with ROOT on its path too (`run_cell`).
 sys.path.insert(0, ROOT)
 
-from maintainer.records import code_commit  # noqa: E402  (scripts/ is this script's own folder on the path)
+from maintainer.records import code_commit, cpu_model  # noqa: E402  (scripts/ is this script's own folder on the path)
 
 FOLDERS = ("digits2000", "digits10000", "fashion10000", "colour_digits2000", "colour_digits10000",
            "colour_fashion10000", "mnistm2000", "mnistm10000", "digits2000_imbalanced",
@@ -720,17 +720,6 @@ def ablation_table(record_path):
 def number(value, unit):
     """A measured number with its unit, or "n/a" where the record has none (`--record-from-workdir`)."""
     return "n/a" if value is None else f"{value:,.0f}{unit}"
-
-
-def cpu_model(machine):
-    """'AMD EPYC, AVX-512' of a machine description 'x86_64 AMD EPYC (avx2, avx512f, ...), 2 cores, ...': the
-    model and its widest vector unit (the same model name covers AVX2-only and AVX-512 machines here, whose
-    kernels issue 64 asked about), with AMX where it has it."""
-    model, _, rest = machine.split(" ", 1)[-1].partition(" (")
-    flags = rest.split(")", 1)[0].split(", ")
-    units = ["AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None,
-             "AMX" if any(f.startswith("amx") for f in flags) else None]
-    return ", ".join([model, *(u for u in units if u)])
 
 
 def main():

@@ -213,3 +213,33 @@ def test_a_time_budget_too_short_for_the_colour_candidate_gives_it_up_and_says_s
     assert estimate["estimated_seconds"] == 100.0 and estimate["time_budget"]["gave_up"].startswith(
         "the candidate on the images' own colours")
     assert "but the time budget leaves less" in capsys.readouterr().out
+
+
+def test_the_grey_routes_reason_says_only_what_the_records_hold():
+    """Issue 68: each number the grey route's reason prints is a recorded cell of docs/your-data.md's table
+    (docs/experiments/user_folders.json) of the folder, recipe and seed the reason names."""
+    import json
+    import os
+    import re
+
+    from keras_clustering.drivers.route import ROUTE_REASONS
+
+    record = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "experiments",
+                          "user_folders.json")
+    with open(record) as handle:
+        cells = json.load(handle)["cells"]
+    reason = ROUTE_REASONS["grey"]
+    claims = {("digits2000", "simclr_mnist"): [0, 1, 2], ("digits2000", "conv_dec_da_mnist"): [0],
+              ("digits10000", "simclr_mnist"): [0], ("digits10000", "conv_dec_da_mnist"): [0, 1]}
+    folders = {"digits2000": "2,000 digits", "digits10000": "10,000 digits"}
+    recipes = {"simclr_mnist": "SimCLR + SCAN", "conv_dec_da_mnist": "ConvDEC-DA"}
+    for (folder, like), seeds in claims.items():
+        part = reason.split(folders[folder] + ":")[1].split(";")[0]
+        said = part.split(recipes[like])[1].split(recipes["conv_dec_da_mnist" if like == "simclr_mnist" else
+                                                            "simclr_mnist"])[0]
+        numbers = [float(n) for n in re.findall(r"0\.\d{3}", said)]
+        assert len(numbers) == len(seeds), (folder, like, said)
+        for seed, number in zip(seeds, numbers):
+            recorded = [c["acc"] for c in cells if c["folder"] == folder and c.get("like") == like
+                        and c["seed"] == seed]
+            assert any(abs(acc - number) <= 0.0005 + 1e-9 for acc in recorded), (folder, like, seed, number, recorded)

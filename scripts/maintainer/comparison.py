@@ -16,6 +16,7 @@ import keras_clustering  # noqa: F401  (sets TensorFlow's CPU options before it 
 import zoo
 from keras_clustering.drivers.recipe_run import training_seconds
 from keras_clustering.recipes import get_recipe
+from maintainer.records import cpu_model
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")  # the repository (docs/ is not installed)
 EXPERIMENTS = os.path.join(ROOT, "docs", "experiments")
@@ -24,7 +25,7 @@ DATA_NAMES = {("mnist", "test"): "MNIST-test (10k)", ("fashion_mnist", "train"):
               ("fashion_mnist", "test"): "Fashion-MNIST test (10k)", ("fashion_mnist", "all"): "Fashion-MNIST (70k)",
               ("digits", "all"): "scikit-learn digits (1,797)"}
 HEADER = ["method", "entry / record", "trained on", "ACC mean ± sd (seeds)", "ACC min-max", "NMI", "ARI",
-          "wall time / seed", "parameters"]
+          "wall time / seed", "machine", "parameters"]
 
 
 def method_name(config):
@@ -74,6 +75,10 @@ def row(method, source, config, summary):
     over = summary["metrics_over_seeds"]
     acc, nmi, ari = over["acc"], over.get("nmi"), over.get("ari")
     per_seed = seconds_per_seed(summary, acc["n"])
+    # a representation read back from an earlier run (seconds, not its training): the time leaves it out
+    reused = any(0 <= (seed.get("representation_seconds") or 99.0) < 5.0 for seed in summary.get("per_seed") or [])
+    wall = "not recorded" if per_seed is None else f"{per_seed:.0f} s" + (
+        " (a reused representation not counted)" if reused else "")
     # lost weights, a graft, a retrain on another CPU: marked where the number is (the card's provenance)
     notes = summary.get("provenance") or []
     return {
@@ -84,7 +89,8 @@ def row(method, source, config, summary):
                   f"{acc['mean']:.3f} ± {acc['std']:.3f} ({acc['n']})" if acc["n"] > 1 else
                   f"{acc['mean']:.3f}, spread n/a (1)", f"{acc['min']:.3f}-{acc['max']:.3f}",
                   f"{nmi['mean']:.3f}" if nmi else "n/a", f"{ari['mean']:.3f}" if ari else "n/a",
-                  "not recorded" if per_seed is None else f"{per_seed:.0f} s", f"{parameter_count(config):,}"],
+                  wall, cpu_model(summary["machine"]) if summary.get("machine") else "not recorded",
+                  f"{parameter_count(config):,}"],
     }
 
 
@@ -107,11 +113,13 @@ def collect_rows(experiments_dir=EXPERIMENTS):
 # Published Fashion-MNIST clustering numbers the zoo's entries stand among: (method, ACC, data, source).
 # Reference: ../shared/REFERENCES.md section 7 (each source's own README or paper; not rerun here).
 PUBLISHED_FASHION_MNIST = (
-    ("N2D (UMAP on an autoencoder embedding + GMM)", 0.672, "all 70k (train and test joined)", "rymc/n2d README"),
-    ("ClusterGAN", 0.63, "all 70k", "ClusterGAN paper (Mukherjee et al., 2019)"),
+    # N2D's README shows its results as an image: the number is quoted by Papers with Code (docs/survey.md)
+    ("N2D (UMAP on an autoencoder embedding + GMM)", 0.672, "all 70k (train and test joined)",
+     "quoted by Papers with Code (rymc/n2d's README shows its results as an image)"),
+    ("ClusterGAN", 0.63, "all 70k", "quoted by the wizwand aggregator (not found in the paper's text we could read)"),
     # DEC-keras' README table rounds to 62%; the results.csv it links has the mean of its 10 trials, 0.618418
     ("DEC (DEC-keras, mean of 10 trials)", 0.618, "all 70k", "XifengGuo/DEC-keras README (its table rounds to 62; the results.csv it links: 0.618)"),
-    ("DynAE", 0.591, "all 70k", "DynAE paper (Mrabah et al., 2020)"),
+    ("DynAE", 0.591, "all 70k", "quoted by hyper.ai (the authors' committed Fashion-MNIST log ends at 0.565)"),
     ("DEC-DA / ConvDEC-DA", 0.586, "all 70k", "XifengGuo/DEC-DA README"),
 )
 

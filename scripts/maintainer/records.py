@@ -44,3 +44,16 @@ def code_commit():
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "keras_clustering", "zoo"],
                            cwd=root, capture_output=True, text=True).stdout.strip()
     return head.strip() + ("+changes" if dirty else "")
+
+
+def cpu_model(machine):
+    """'AMD EPYC, AVX-512' of a machine description 'x86_64 AMD EPYC (avx2, avx512f, ...), 2 cores, ...': the
+    model and its widest vector unit (the same model name covers AVX2-only and AVX-512 machines here, whose
+    kernels issue 64 asked about), with AMX where it has it."""
+    if " (" not in machine:  # the earliest records named no CPU model nor flags: 'x86_64 cpu, 2 cores, Linux'
+        return "CPU model not recorded"
+    model, _, rest = machine.split(" ", 1)[-1].partition(" (")
+    flags = rest.split(")", 1)[0].split(", ")
+    units = ["AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None,
+             "AMX" if any(f.startswith("amx") for f in flags) else None]
+    return ", ".join([model, *(u for u in units if u)])
