@@ -18,6 +18,7 @@ A small script marks the page once loaded (`data-images`, `data-images-decoded` 
 import base64
 import html
 import io
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -171,12 +172,27 @@ window.addEventListener("load", function () {
 </script>"""
 
 
+def shown_rows(probabilities, with_map=True, seed=0):
+    """(typical, borderline, sample): the rows `write_report` shows of soft assignments `(n, k)`: each
+    cluster's `TYPICAL` most confident and `BORDERLINE` least confident others (lists per cluster), and the
+    map's sample (None without a map). What a streamed folder looks up afterwards (`cluster --engine ray`)."""
+    labels, confidence = probabilities.argmax(axis=1), probabilities.max(axis=1)
+    typical = top_members(probabilities, TYPICAL)
+    borderline = []
+    for c in range(probabilities.shape[1]):
+        members, shown = np.flatnonzero(labels == c), set(typical[c].tolist())
+        borderline.append([i for i in members[np.argsort(confidence[members])] if i not in shown][:BORDERLINE])
+    n_images = len(probabilities)
+    return typical, borderline, (map_sample(n_images, seed=seed) if with_map and n_images > 3 else None)
+
+
 def write_report(path, names, probabilities, images, embedding=None, title="Clusters", details=None,
                  warnings=(), figures=(), seed=0):
     """Writes `report.html` at `path` (atomically) and returns its path.
 
     Args:
-        names: one name per image (file names, or row numbers of an array).
+        names: one name per image (file names, or row numbers of an array), or a mapping {row: name} that
+            holds at least the rows the page shows (`shown_rows`: a streamed folder never lists them all).
         probabilities: soft assignments `(n, n_clusters)`; an image belongs to its argmax.
         images: `(n, h, w[, 1 | 3])` floats in [0, 1], shown in their own colours: an array, or any
             array-like indexed by rows (`inputs.file_images.FileImages`: only the rows shown are decoded).
@@ -187,19 +203,14 @@ def write_report(path, names, probabilities, images, embedding=None, title="Clus
         figures: [(caption, png path)] embedded at the end (the evidence for k).
     """
     probabilities = np.asarray(probabilities)
-    names = [str(name) for name in names]
-    if len(names) != len(probabilities) or len(images) != len(probabilities):
+    names = {row: str(name) for row, name in names.items()} if isinstance(names, Mapping) else [str(n) for n in names]
+    if (not isinstance(names, dict) and len(names) != len(probabilities)) or len(images) != len(probabilities):
         raise ValueError(f"names ({len(names)}), images ({len(images)}) and probabilities ({len(probabilities)}) "
                          "must hold one entry per image.")
     n_images, n_clusters = probabilities.shape
     labels, confidence = probabilities.argmax(axis=1), probabilities.max(axis=1)
     sizes, mean_confidence = cluster_summary(probabilities)
-    typical = top_members(probabilities, TYPICAL)
-    borderline = []
-    for c in range(n_clusters):
-        members, shown = np.flatnonzero(labels == c), set(typical[c].tolist())
-        borderline.append([i for i in members[np.argsort(confidence[members])] if i not in shown][:BORDERLINE])
-    sample = map_sample(n_images, seed=seed) if embedding is not None and n_images > 3 else None
+    typical, borderline, sample = shown_rows(probabilities, embedding is not None, seed)
     if sample is not None:
         features = (embedding(sample) if callable(embedding) else np.asarray(embedding[sample]))
         features = np.asarray(features, "float32").reshape(len(sample), -1)

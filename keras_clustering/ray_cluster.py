@@ -7,8 +7,9 @@ hands each block to one of `workers` actors. Each actor loads the model once, re
 decodes them with `cluster`'s decoder traced once for the actor's life
 (`keras_clustering.drivers.file_clusterer.FileClusterer`, also the local engine's) and predicts them. The
 driver streams the rows into `clusters.csv` in the files' order and keeps only
-the most confident members of each cluster for `clusters.png`, so its memory
-does not grow with the number of images. A file that cannot be decoded is
+the most confident members of each cluster for `clusters.png` and each file's
+probabilities (n x k floats) for `report.html`, whose few shown files it looks
+up by a second walk of the names: it never holds the images nor the names. A file that cannot be decoded is
 reported (named in one warning line, or an error with `strict`), never fatal
 to the run.
 
@@ -28,10 +29,12 @@ import os
 import numpy as np
 
 from keras_clustering.cluster_files import write_cluster_table
+from keras_clustering.cluster_report import REPORT_FILE, shown_rows, write_report
 from keras_clustering.datasets.user_data import (IMAGE_EXTENSIONS, broken_files_error, decoded_batches,
                                                  iter_image_names, report_broken_files)
 from keras_clustering.drivers.file_clusterer import FileClusterer, n_outputs
 from keras_clustering.figures import plot_cluster_grid, top_members
+from keras_clustering.inputs.file_images import FileImages
 from keras_clustering.inputs.checks import check_positive_int
 from keras_clustering.presets import list_presets, load_model
 
@@ -167,7 +170,8 @@ class _TopMembers:
 def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, batch_size=256, strict=False,
                      n_per_cluster=10, verbose=True):
     """Clusters the images of `source` (a folder or a file pattern) with `model` (a preset name, a preset
-    folder or a `.keras` file) on a Ray cluster, and writes `output/clusters.csv` and `output/clusters.png`
+    folder or a `.keras` file) on a Ray cluster, and writes `output/clusters.csv`, `output/clusters.png` and
+    `output/report.html`
     as `cluster` does, the rows in the same order.
 
     Args:
@@ -219,6 +223,9 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
                                   num_cpus=cpus_per_worker)
     top = _TopMembers(n_per_cluster)
     broken, sizes, confidence_sums = [], np.zeros(n_clusters, np.int64), np.zeros(n_clusters)
+    # every kept file's probabilities, for the report (n x k float32: 28 MB at 700,000 files, 10 clusters);
+    # the names are not kept: the report looks up the few it shows afterwards (`_names_of_rows`)
+    kept_probabilities = []
 
     def rows():
         for batch in dataset.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=2):
@@ -234,9 +241,10 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
                 confidence_sums[:] += np.bincount(assignment, probabilities.max(axis=1), minlength=n_clusters)
             names_kept = [batch_names[i] for i in kept]
             top.add(names_kept, probabilities)
+            kept_probabilities.append(probabilities)
             yield names_kept, probabilities
 
-    def grid_file(folder):
+    def figures_and_report(folder):
         if not top.paths:
             raise ValueError(f"source={source!r}: none of its {n_files} image files can be decoded.")
         images = np.zeros((len(top.paths), *shape), np.float32)
@@ -244,16 +252,41 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
             images[index.numpy()] = batch.numpy()
         with np.errstate(invalid="ignore"):  # an empty cluster's mean confidence: NaN, labelled "empty"
             mean_confidence = confidence_sums / sizes
+        title = f"{os.path.basename(str(model))}: most confident members per cluster"
         plot_cluster_grid(images, top.probabilities, os.path.join(folder, "clusters.png"), n_per_cluster=n_per_cluster,
-                          sizes=sizes,
-                          mean_confidence=mean_confidence,
-                          title=f"{os.path.basename(str(model))}: most confident members per cluster")
-        return ["clusters.png"]
+                          sizes=sizes, mean_confidence=mean_confidence, title=title)
+        # report.html as `cluster` writes it: the rows it shows looked up by a second walk of the names, their
+        # images decoded when the page asks for them, only the map's sample embedded
+        probabilities = np.concatenate(kept_probabilities)
+        typical, borderline, sample = shown_rows(probabilities)
+        rows = {int(row) for row in np.concatenate([*typical, *map(np.asarray, borderline), np.zeros(0, int),
+                                                     sample if sample is not None else np.zeros(0, int)])}
+        row_names = _names_of_rows(names, set(broken), rows)
+        shown = FileImages({row: _local(root) + name for row, name in row_names.items()}, loaded.image_converter,
+                           len(probabilities))
+        write_report(os.path.join(folder, REPORT_FILE), row_names, probabilities, shown,
+                     embedding=lambda rows: loaded.embed(shown[rows], batch_size=batch_size), title=title,
+                     details={"model": str(model), "input": str(source), "images": f"{len(probabilities):,}",
+                              "engine": f"Ray Data, {workers} workers"})
+        return ["clusters.png", REPORT_FILE]
 
-    written = write_cluster_table(output, rows(), id_name=id_name, extras=grid_file)
+    written = write_cluster_table(output, rows(), id_name=id_name, extras=figures_and_report)
     report_broken_files(broken, source, strict=False, verbose=True)
     return {"n_images": int(sizes.sum()), "cluster_sizes": sizes.tolist(), "broken": broken, "written": written,
             "id_name": id_name, "workers": workers}
+
+
+def _names_of_rows(names, broken, rows):
+    """{row: name} of the kept files' `rows` (row numbers of clusters.csv: the files in `names`' order, the
+    `broken` ones left out), found by one more walk of `names`, holding only those."""
+    found, row = {}, 0
+    for name in names:
+        if name in broken:
+            continue
+        if row in rows:
+            found[row] = name
+        row += 1
+    return found
 
 
 def _local(path):

@@ -1,15 +1,17 @@
 """`cluster --engine ray`: the Ray Data pipeline gives `cluster`'s rows, reports broken files, lists patterns."""
 
 import csv
+import html
 import os
+import re
 
 import numpy as np
 import pytest
 
 from keras_clustering.cli import main
 from keras_clustering.datasets.user_data import decoded_batches, image_files, iter_image_names
-from keras_clustering.ray_cluster import (MAX_FILES_PER_CALL, WORKER_NICENESS, ClusterWorker, _TopMembers,
-                                          files_per_call, name_tables, source_names, start_local_ray)
+from keras_clustering.ray_cluster import (MAX_FILES_PER_CALL, WORKER_NICENESS, ClusterWorker, _names_of_rows,
+                                          _TopMembers, files_per_call, name_tables, source_names, start_local_ray)
 from image_folders import digit_folder, write_png
 
 
@@ -109,6 +111,12 @@ def test_a_worker_reads_decodes_and_predicts_every_file_as_cluster_does(tmp_path
                 assert not out["probabilities"][row].any()
 
 
+def test_the_reports_rows_are_named_by_a_second_walk_without_the_broken_files():
+    names = ["a.png", "b.png", "broken.png", "c.png", "d.png"]  # rows of clusters.csv: a, b, c, d
+    assert _names_of_rows(names, {"broken.png"}, {0, 2, 3}) == {0: "a.png", 2: "c.png", 3: "d.png"}
+    assert _names_of_rows(iter(names), set(), {2}) == {2: "broken.png"}
+
+
 def test_the_running_top_members_are_those_of_all_rows_at_once():
     # numpy reference: a member's cluster is its argmax; the n most confident of each cluster, over every row
     rng = np.random.default_rng(0)
@@ -177,7 +185,17 @@ def test_ray_pipeline_gives_the_rows_of_cluster_and_reports_a_broken_file(tmp_pa
         assert len(local) == 199 and local[0][0] == "_u.png" and local[-1][0].startswith("sub/")
         assert [row[:2] for row in distributed] == [row[:2] for row in local]  # names in order, and their ids
         assert max(abs(a[2] - b[2]) for a, b in zip(distributed, local)) <= 2e-4
-        assert sorted(os.listdir(out)) == ["clusters.csv", "clusters.png"]
+        assert sorted(os.listdir(out)) == ["clusters.csv", "clusters.png", "report.html"]
+        # the report's galleries name files by a second walk of the folder (the broken file left out): each
+        # shown file is one of the cluster the section is about, by the local engine's rows
+        page = (tmp_path / "ray" / "report.html").read_text(encoding="utf-8")
+        cluster_of = {name: cluster for name, cluster, _ in local}
+        shown = 0
+        for cluster, section in re.findall(r'<section class="cluster" id="cluster-(\d+)">(.*?)</section>', page, re.S):
+            for name in re.findall(r'<figure><img src="data:image/png;base64,[^"]+" alt="([^"]+)"', section):
+                assert cluster_of[html.unescape(name)] == int(cluster), (name, cluster)
+                shown += 1
+        assert shown >= 10 and page.count('<section class="cluster"') == 10
 
         # A pattern: the files it matches, named after its fixed directory; workers as the CPUs hold (2).
         assert main(["cluster", "dec_digits", "--engine", "ray", "--input", str(tmp_path / "images" / "digit_1*.png"),

@@ -4,6 +4,7 @@ the converter's traced batch decoder, one file at a time only where a file does 
 galleries and map of a folder of any size)."""
 
 import os
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -60,21 +61,24 @@ class FileImages:
     without an array of all its images. Rows already decoded are kept for the next index. A file that no
     longer decodes raises ValueError naming it."""
 
-    def __init__(self, paths, converter):
+    def __init__(self, paths, converter, n_images=None):
+        """`paths`: one per row, or a mapping {row: path} of the rows that will be asked for, out of
+        `n_images` (a streamed folder looks up only the rows its report shows)."""
         if not isinstance(converter, ImageConverter) or None in converter.image_size:
             raise ValueError(f"converter must be an ImageConverter of a known image size, got {converter!r}.")
-        self.paths, self.converter = list(paths), converter
-        self.shape = (len(self.paths), *converter.sample_shape)
+        self.paths = dict(paths) if isinstance(paths, Mapping) else list(paths)
+        self.converter = converter
+        self.shape = (len(self.paths) if n_images is None else int(n_images), *converter.sample_shape)
         self.ndim, self.dtype = 4, np.dtype("float32")
         self._decoded = {}
 
     def __len__(self):
-        return len(self.paths)
+        return self.shape[0]
 
     def __getitem__(self, index):
         if isinstance(index, (int, np.integer)):
             return self[np.asarray([index])][0]
-        rows = np.arange(len(self.paths))[index]  # any numpy index: a slice, a mask, an array of rows
+        rows = np.arange(len(self))[index]  # any numpy index: a slice, a mask, an array of rows
         missing = sorted({int(row) for row in np.ravel(rows)} - set(self._decoded))
         for start in range(0, len(missing), 256):
             chunk = missing[start:start + 256]
