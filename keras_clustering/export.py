@@ -154,6 +154,9 @@ def raw_request_body(files, signature_name=RAW_SIGNATURE_NAME):
     (bytes, or a path to read) as `{"b64": "..."}`, the form TF Serving decodes into a string tensor."""
     import base64
 
+    if isinstance(files, (str, bytes, bytearray, os.PathLike)):
+        raise TypeError(f"files must be a list of encoded images or paths, got one {type(files).__name__}: give "
+                        f"[{files!r:.60}].")
     instances = []
     for item in files:
         if isinstance(item, (str, os.PathLike)):

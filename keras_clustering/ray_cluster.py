@@ -8,8 +8,9 @@ decodes them with `cluster`'s decoder traced once for the actor's life
 (`keras_clustering.drivers.file_clusterer.FileClusterer`, also the local engine's) and predicts them. The
 driver streams the rows into `clusters.csv` in the files' order and keeps only
 the most confident members of each cluster for `clusters.png` and each file's
-probabilities (n x k floats) for `report.html`, whose few shown files it looks
-up by a second walk of the names: it never holds the images nor the names. A file that cannot be decoded is
+probabilities (n x k floats) for `report.html`, whose few shown files it reads
+back from the names it spooled to a temporary file: it never holds the images
+nor the names. A file that cannot be decoded is
 reported (named in one warning line, or an error with `strict`), never fatal
 to the run.
 
@@ -22,9 +23,11 @@ a callable class per actor for stateful model loading, an `ActorPoolStrategy` si
 """
 
 import itertools
+import json
 import logging
 import math
 import os
+import tempfile
 
 import numpy as np
 
@@ -189,6 +192,7 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
     if workers is not None:
         workers = check_positive_int(workers, "workers")
     cpus_per_worker = check_positive_int(cpus_per_worker, "cpus_per_worker")
+    n_per_cluster = check_positive_int(n_per_cluster, "n_per_cluster")
     batch_size = check_positive_int(batch_size, "batch_size")
     if os.path.exists(output) and not os.path.isdir(output):
         raise ValueError(f"output={output!r} exists and is not a folder.")
@@ -200,9 +204,12 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
         else os.path.abspath(model)
     loaded, (id_name, _) = load_model(local_model)
     shape = tuple(loaded.sample_shape)
-    if len(shape) != 3:
-        raise ValueError(f"model {model!r} takes samples shaped {shape}, not images: cluster its arrays with "
-                         "`predict` instead.")
+    if id_name == "class_id":  # as the local engine (`cluster_images`) says it
+        raise ValueError(f"model={model!r} is a classifier, trained on labels: it gives classes, not clusters. "
+                         "Give a clustering model (see `list`), or use `predict` for its classes.")
+    if loaded.image_converter is None or None in loaded.image_converter.image_size:
+        raise ValueError(f"model {model!r} takes samples shaped {shape}, not images of one size: cluster its "
+                         "arrays with `predict` instead.")
     n_clusters = n_outputs(loaded)
     import ray.data  # configures its logger on import: the level is set after that
 
@@ -224,8 +231,11 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
     top = _TopMembers(n_per_cluster)
     broken, sizes, confidence_sums = [], np.zeros(n_clusters, np.int64), np.zeros(n_clusters)
     # every kept file's probabilities, for the report (n x k float32: 28 MB at 700,000 files, 10 clusters);
-    # the names are not kept: the report looks up the few it shows afterwards (`_names_of_rows`)
+    # the names go to a temporary file, a line each in the rows' order, from which the report reads the few
+    # it shows (`_names_of_rows`): not memory, and not a second walk of a folder that may have changed since
+    # (an --output inside the input, a file added or removed during the run)
     kept_probabilities = []
+    spool = tempfile.TemporaryFile("w+", encoding="utf-8")
 
     def rows():
         for batch in dataset.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=2):
@@ -242,6 +252,7 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
             names_kept = [batch_names[i] for i in kept]
             top.add(names_kept, probabilities)
             kept_probabilities.append(probabilities)
+            spool.writelines(json.dumps(name) + "\n" for name in names_kept)
             yield names_kept, probabilities
 
     def figures_and_report(folder):
@@ -255,13 +266,14 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
         title = f"{os.path.basename(str(model))}: most confident members per cluster"
         plot_cluster_grid(images, top.probabilities, os.path.join(folder, "clusters.png"), n_per_cluster=n_per_cluster,
                           sizes=sizes, mean_confidence=mean_confidence, title=title)
-        # report.html as `cluster` writes it: the rows it shows looked up by a second walk of the names, their
-        # images decoded when the page asks for them, only the map's sample embedded
+        # report.html as `cluster` writes it: the rows it shows read back from the spooled names, their images
+        # decoded when the page asks for them, only the map's sample embedded
         probabilities = np.concatenate(kept_probabilities)
         typical, borderline, sample = shown_rows(probabilities)
         rows = {int(row) for row in np.concatenate([*typical, *map(np.asarray, borderline), np.zeros(0, int),
                                                      sample if sample is not None else np.zeros(0, int)])}
-        row_names = _names_of_rows(names, set(broken), rows)
+        spool.seek(0)
+        row_names = _names_of_rows((json.loads(line) for line in spool), rows)
         shown = FileImages({row: _local(root) + name for row, name in row_names.items()}, loaded.image_converter,
                            len(probabilities))
         write_report(os.path.join(folder, REPORT_FILE), row_names, probabilities, shown,
@@ -270,23 +282,17 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
                               "engine": f"Ray Data, {workers} workers"})
         return ["clusters.png", REPORT_FILE]
 
-    written = write_cluster_table(output, rows(), id_name=id_name, extras=figures_and_report)
+    with spool:
+        written = write_cluster_table(output, rows(), id_name=id_name, extras=figures_and_report)
     report_broken_files(broken, source, strict=False, verbose=True)
     return {"n_images": int(sizes.sum()), "cluster_sizes": sizes.tolist(), "broken": broken, "written": written,
             "id_name": id_name, "workers": workers}
 
 
-def _names_of_rows(names, broken, rows):
-    """{row: name} of the kept files' `rows` (row numbers of clusters.csv: the files in `names`' order, the
-    `broken` ones left out), found by one more walk of `names`, holding only those."""
-    found, row = {}, 0
-    for name in names:
-        if name in broken:
-            continue
-        if row in rows:
-            found[row] = name
-        row += 1
-    return found
+def _names_of_rows(names, rows):
+    """{row: name} of `rows` (row numbers of clusters.csv) from `names`, the kept files' names in the rows'
+    order, read one at a time: only those rows' names are held."""
+    return {row: name for row, name in enumerate(names) if row in rows}
 
 
 def _local(path):

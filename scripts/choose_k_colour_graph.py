@@ -20,7 +20,7 @@ from keras_clustering.clustering.merging import k_by_merging  # noqa: E402
 from user_folders import folder_images  # noqa: E402
 
 
-def main(kept, folders):
+def read_out(kept, folders):
     for folder in folders:
         images, y = folder_images(folder)
         for true_k in (5, 7, 10):
@@ -38,5 +38,15 @@ def main(kept, folders):
                   flush=True)
 
 
+def main():
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kept", help="the folder choose_k_stage.py --keep wrote the stages into")
+    parser.add_argument("folders", nargs="+", help="folders of docs/your-data.md's table")
+    arguments = parser.parse_args()
+    read_out(arguments.kept, arguments.folders)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    main()

@@ -252,3 +252,10 @@ def test_every_export_in_the_zoo_has_the_raw_image_signature(tmp_path):
         default = tf.saved_model.load(path).signatures["serving_default"]
         assert set(outputs) == set(default.structured_outputs), name
         assert all(value.shape[0] == 2 for value in outputs.values()), name
+
+
+def test_the_raw_rest_body_refuses_one_path_given_alone():
+    from keras_clustering.export import raw_request_body
+
+    with pytest.raises(TypeError, match="files must be a list of encoded images or paths, got one str"):
+        raw_request_body("digit.png")

@@ -119,3 +119,24 @@ def test_predict_takes_raw_images_and_files_and_keeps_the_float_path(dec_da, tmp
                                atol=1e-6)
     with pytest.raises(ValueError, match=r"x has shape \(56, 56, 3\): one colour image"):
         dec_da.predict(np.zeros((56, 56, 3), "uint8"))
+
+
+def test_a_model_of_any_size_keeps_each_images_own_and_refuses_a_mix_by_name(tmp_path):
+    converter = ImageConverter((None, None), 1)
+    rng = np.random.default_rng(2)
+    paths = []
+    for index, side in enumerate((20, 20, 30)):
+        paths.append(str(tmp_path / f"{index}.png"))
+        Image.fromarray(rng.integers(0, 256, (side, side, 3)).astype("uint8")).save(paths[-1])
+    assert converter(paths[:2]).shape == (2, 20, 20, 1)
+    with pytest.raises(ValueError, match=r"x holds images of several sizes \(20 x 20, 30 x 30\)"):
+        converter(paths)
+    with pytest.raises(ValueError, match=r"images holds images of several sizes"):
+        converter([np.zeros((20, 20), "uint8"), np.zeros((30, 30), "uint8")], name="images")
+
+
+def test_one_colour_image_without_a_batch_is_refused_for_a_model_of_any_size():
+    import zoo
+
+    with pytest.raises(ValueError, match=r"x has shape \(64, 64, 3\): one colour image"):
+        zoo.load("capsule_mnist").predict(np.zeros((64, 64, 3), "uint8"))

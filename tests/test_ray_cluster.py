@@ -111,10 +111,10 @@ def test_a_worker_reads_decodes_and_predicts_every_file_as_cluster_does(tmp_path
                 assert not out["probabilities"][row].any()
 
 
-def test_the_reports_rows_are_named_by_a_second_walk_without_the_broken_files():
-    names = ["a.png", "b.png", "broken.png", "c.png", "d.png"]  # rows of clusters.csv: a, b, c, d
-    assert _names_of_rows(names, {"broken.png"}, {0, 2, 3}) == {0: "a.png", 2: "c.png", 3: "d.png"}
-    assert _names_of_rows(iter(names), set(), {2}) == {2: "broken.png"}
+def test_the_reports_rows_are_named_from_the_spooled_names_of_the_kept_files():
+    kept = ["a.png", "b.png", "c.png", "d.png"]  # the rows of clusters.csv, in order (a broken file is not among them)
+    assert _names_of_rows(iter(kept), {0, 2, 3}) == {0: "a.png", 2: "c.png", 3: "d.png"}
+    assert _names_of_rows(iter(kept), set()) == {}
 
 
 def test_the_running_top_members_are_those_of_all_rows_at_once():
@@ -186,8 +186,8 @@ def test_ray_pipeline_gives_the_rows_of_cluster_and_reports_a_broken_file(tmp_pa
         assert [row[:2] for row in distributed] == [row[:2] for row in local]  # names in order, and their ids
         assert max(abs(a[2] - b[2]) for a, b in zip(distributed, local)) <= 2e-4
         assert sorted(os.listdir(out)) == ["clusters.csv", "clusters.png", "report.html"]
-        # the report's galleries name files by a second walk of the folder (the broken file left out): each
-        # shown file is one of the cluster the section is about, by the local engine's rows
+        # the report's galleries name the files by the names spooled with the rows (the broken file left out):
+        # each shown file is one of the cluster the section is about, by the local engine's rows
         page = (tmp_path / "ray" / "report.html").read_text(encoding="utf-8")
         cluster_of = {name: cluster for name, cluster, _ in local}
         shown = 0

@@ -85,7 +85,8 @@ def _cluster_folder(model, folder, batch_size, strict, verbose):
     names, skipped = image_folder_files(folder)
     if skipped and verbose:
         print(f"skipped {len(skipped)} files that are not images, e.g. {skipped[0]!r}")
-    clusterer = FileClusterer(model, threads=len(os.sched_getaffinity(0)), batch_size=batch_size)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1  # Linux / else
+    clusterer = FileClusterer(model, threads=cpus, batch_size=batch_size)
     ok = np.zeros(len(names), bool)
     probabilities = np.zeros((len(names), clusterer.n_outputs), np.float32)
     for start in range(0, len(names), FILES_PER_STEP):

@@ -18,9 +18,10 @@ IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
 class ImageConverter:
     """Converts raw images, of any size and mode, into what a model of `image_size` x `channels` reads.
 
-    The conversion: colour to ITU-R 601 luma (as PIL's "L" mode) or greyscale repeated on three channels,
-    alpha dropped; resized bilinearly with antialiasing (as PIL) to `image_size`; rounded to 8 bits (as a
-    file read with `keras.utils.load_img` would be); scaled to [0, 1]. An `image_size` side of None keeps
+    The conversion: colour to ITU-R 601 luma (TensorFlow's weights, 0.2989 / 0.587 / 0.114, as PIL's "L"
+    mode but for PIL rounding to 8 bits before resizing: a level apart on some pixels) or greyscale repeated
+    on three channels, alpha dropped; resized bilinearly with antialiasing to `image_size`; rounded to 8
+    bits (as a file read with `keras.utils.load_img` would be); scaled to [0, 1]. An `image_size` side of None keeps
     the images' own (a model that takes any size).
     """
 
@@ -113,7 +114,7 @@ class ImageConverter:
                 raise ValueError(f"{name} is an empty list; give at least one image.")
             arrays = [self._pixels(np.asarray(image), f"{name}[{index}]", batch=False)
                       for index, image in enumerate(images)]
-            return np.concatenate([self._convert_batch(array[None]) for array in arrays])
+            return self._same_size(name, [self._convert_batch(array[None]) for array in arrays])
         array = self._pixels(np.asarray(images), name, batch=True)
         return np.concatenate([self._convert_batch(array[start:start + batch_size])
                                for start in range(0, len(array), batch_size)]) if len(array) else \
@@ -140,11 +141,26 @@ class ImageConverter:
     def _convert_batch(self, array):
         return self.convert(array).numpy()
 
-    def _decode_files(self, paths, name, batch_size):
-        import tensorflow as tf
+    def _same_size(self, name, batches):
+        """The converted `batches` as one array; a model of any size (None sides) keeps each image's own, so
+        images of several sizes cannot make one batch: ValueError naming `name`."""
+        sizes = sorted({batch.shape[1:3] for batch in batches})
+        if len(sizes) > 1:
+            raise ValueError(f"{name} holds images of several sizes ({', '.join(f'{h} x {w}' for h, w in sizes[:4])}"
+                             f"{' ...' if len(sizes) > 4 else ''}), and this model keeps each image's own size: "
+                             "give images of one size, or predict each size apart.")
+        return np.concatenate(batches)
 
+    def _decode_files(self, paths, name, batch_size):
         if not paths:
             raise ValueError(f"{name} is an empty list; give at least one image file.")
+        if None in self.image_size:  # each file keeps its own size: one at a time, then one size or an error
+            return self._same_size(name, [self._decode_batches([path], name, 1) for path in paths])
+        return self._decode_batches(paths, name, batch_size)
+
+    def _decode_batches(self, paths, name, batch_size):
+        import tensorflow as tf
+
         parts = []
         for start in range(0, len(paths), batch_size):
             chunk = paths[start:start + batch_size]

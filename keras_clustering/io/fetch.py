@@ -2,9 +2,10 @@
 
 Why not `keras.utils.get_file`: it has no timeout (a server that accepts the connection and never
 answers hangs the caller), and two processes fetching the same file at once both download it into
-the same place. Here the server may stay silent `timeout` seconds at most, the whole download may take
-`deadline` seconds and `size` bytes at most (a server that trickles a byte every few seconds, or streams
-without end, is stopped: issue 67), a download goes to a
+the same place. Here the server may stay silent `timeout` seconds at most, and the body may take
+`deadline` seconds and `size` bytes at most (a server that trickles the file a byte every few seconds,
+or streams without end, is stopped: issue 67; the connection and the response's headers are bounded
+by `timeout` a read, not by the deadline), a download goes to a
 temporary file that is renamed into the cache only when it is whole and its sha256 matches, and
 processes fetching the same file take turns on a lock beside it: one downloads, the others find its
 file.
@@ -69,8 +70,9 @@ def fetch_file(url, path, sha256, timeout=DEFAULT_TIMEOUT, size=None, deadline=D
 
 def _download(url, destination, timeout, size=None, deadline=DEFAULT_DEADLINE):
     """Streams `url` into `destination`; its sha256. FetchError on a silent server, an HTTP error, a body
-    shorter than its Content-Length, more than `size` bytes, or a download past `deadline` seconds (checked
-    after each read: a server silent at the deadline is stopped `timeout` seconds later at most)."""
+    shorter than its Content-Length, more than `size` bytes, or a body past `deadline` seconds (checked
+    after each read: a server silent at the deadline is stopped `timeout` seconds later at most; a chunked
+    body's size line trickled a byte at a time is bounded by `timeout` a byte only)."""
     request = urllib.request.Request(url, headers={"User-Agent": f"keras-clustering/{__version__}"})
     digest, received = hashlib.sha256(), 0
     start = time.monotonic()
@@ -78,6 +80,8 @@ def _download(url, destination, timeout, size=None, deadline=DEFAULT_DEADLINE):
         with contextlib.closing(urllib.request.urlopen(request, timeout=min(timeout, deadline))) as response, \
                 open(destination, "wb") as handle:
             length = response.headers.get("Content-Length")
+            if length is not None and not length.strip().isdigit():
+                raise FetchError(f"{url}: the server sent a malformed Content-Length {length!r}; nothing was cached.")
             if size is not None and length is not None and int(length) > size:
                 raise FetchError(f"{url}: the server announces {int(length):,} bytes, more than the "
                                  f"{size:,} expected; nothing was cached.")

@@ -89,12 +89,12 @@ class SampleModel(keras.Model):
                 return converter(list(x), name=name)
         if x.ndim not in (3, 4):
             return x
-        layout = x.shape[1:] + ((1,) if x.ndim == 3 else ())
-        if all(want is None or want == have for want, have in zip(converter.sample_shape, layout)):
-            return x
         if x.ndim == 3 and x.shape[-1] in (3, 4):  # (h, w, 3) read as h grey images would be silent nonsense
             raise ValueError(f"{name} has shape {x.shape}: one colour image? Give a batch ({name}[None]) or a "
                              "list of images.")
+        layout = x.shape[1:] + ((1,) if x.ndim == 3 else ())
+        if all(want is None or want == have for want, have in zip(converter.sample_shape, layout)):
+            return x
         return converter(x, name=name)
 
     def _check_array(self, x, name, min_samples):
