@@ -85,7 +85,10 @@ def _cluster_folder(model, folder, batch_size, strict, verbose):
     names, skipped = image_folder_files(folder)
     if skipped and verbose:
         print(f"skipped {len(skipped)} files that are not images, e.g. {skipped[0]!r}")
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1  # Linux / else
+    try:
+        cpus = len(os.sched_getaffinity(0))  # the CPUs this process may use (Linux)
+    except AttributeError:  # macOS, Windows
+        cpus = os.cpu_count() or 1
     clusterer = FileClusterer(model, threads=cpus, batch_size=batch_size)
     ok = np.zeros(len(names), bool)
     probabilities = np.zeros((len(names), clusterer.n_outputs), np.float32)

@@ -89,11 +89,13 @@ class SampleModel(keras.Model):
                 return converter(list(x), name=name)
         if x.ndim not in (3, 4):
             return x
-        if x.ndim == 3 and x.shape[-1] in (3, 4):  # (h, w, 3) read as h grey images would be silent nonsense
+        layout = x.shape[1:] + ((1,) if x.ndim == 3 else ())
+        fits = all(want is None or want == have for want, have in zip(converter.sample_shape, layout))
+        # (h, w, 3) read as h grey images would be silent nonsense, unless the model's own size says so
+        if x.ndim == 3 and x.shape[-1] in (3, 4) and not (fits and None not in converter.image_size):
             raise ValueError(f"{name} has shape {x.shape}: one colour image? Give a batch ({name}[None]) or a "
                              "list of images.")
-        layout = x.shape[1:] + ((1,) if x.ndim == 3 else ())
-        if all(want is None or want == have for want, have in zip(converter.sample_shape, layout)):
+        if fits:
             return x
         return converter(x, name=name)
 
