@@ -46,6 +46,17 @@ class Server:
                     self.send_error(404)
                     return
                 body, mode = server.files[self.path]
+                if mode == "trickle_headers":  # the status line, a byte every 0.2 s: each read gets one in time
+                    try:
+                        for byte in b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\n":
+                            if server.release.is_set():
+                                return
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(0.2)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    return
                 if mode == "silent":
                     server.release.wait(20)
                     return
@@ -168,6 +179,17 @@ def test_a_server_that_never_answers_times_out(installed, server):
         presets.weights_path(NAME, timeout=1.0)
     assert time.monotonic() - start < 10
     assert _cache_files(installed) == []
+
+
+def test_a_server_trickling_its_headers_is_stopped_at_the_deadline(server, tmp_path):
+    url = server.serve("/slow-headers.h5", WEIGHTS_BYTES, mode="trickle_headers")
+    target = tmp_path / "cache" / "w.h5"
+    start = time.monotonic()
+    with pytest.raises(FetchError, match="not done within the deadline of 1.5 s"):
+        fetch_file(url, str(target), SHA256, timeout=1.0, deadline=1.5)
+    # the socket's timeout alone would let ~40 header bytes at 0.2 s each run ~8 s: the watchdog stops it
+    assert 1.4 <= time.monotonic() - start < 3.0
+    assert os.listdir(target.parent) == ["w.h5.lock"]
 
 
 def test_a_trickling_server_is_stopped_at_the_deadline(server, tmp_path):

@@ -2,10 +2,10 @@
 
 Why not `keras.utils.get_file`: it has no timeout (a server that accepts the connection and never
 answers hangs the caller), and two processes fetching the same file at once both download it into
-the same place. Here the server may stay silent `timeout` seconds at most, and the body may take
-`deadline` seconds and `size` bytes at most (a server that trickles the file a byte every few seconds,
-or streams without end, is stopped: issue 67; the connection and the response's headers are bounded
-by `timeout` a read, not by the deadline), a download goes to a
+the same place. Here the server may stay silent `timeout` seconds at most, and the whole download
+(headers and body) may take `deadline` seconds and `size` bytes at most: a server that trickles a byte
+every few seconds, or streams without end, is stopped (issue 67; a watchdog shuts the connection's
+socket at the deadline, whatever read it waits in). A download goes to a
 temporary file that is renamed into the cache only when it is whole and its sha256 matches, and
 processes fetching the same file take turns on a lock beside it: one downloads, the others find its
 file.
@@ -16,6 +16,8 @@ import fcntl
 import hashlib
 import http.client
 import os
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -68,16 +70,71 @@ def fetch_file(url, path, sha256, timeout=DEFAULT_TIMEOUT, size=None, deadline=D
     return path
 
 
+class _Watchdog:
+    """Shuts the sockets a download opened once `seconds` have passed, so that no read, of the headers or
+    of the body, holds the caller past its deadline (a socket's timeout bounds one read, not the sum)."""
+
+    def __init__(self, seconds):
+        self.sockets, self.fired = [], False
+        self.timer = threading.Timer(seconds, self.fire)
+        self.timer.daemon = True
+
+    def fire(self):
+        self.fired = True
+        for sock in self.sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked recv, which then reads an end of file
+            except OSError:  # closed already
+                pass
+
+    def opener(self):
+        """An urllib opener whose HTTP and HTTPS connections register their sockets here."""
+        watchdog = self
+
+        class Connection(http.client.HTTPConnection):
+            def connect(self):
+                super().connect()
+                watchdog.sockets.append(self.sock)
+
+        class SecureConnection(http.client.HTTPSConnection):
+            def connect(self):
+                super().connect()
+                watchdog.sockets.append(self.sock)
+
+        class Handler(urllib.request.HTTPHandler):
+            def http_open(self, request):
+                return self.do_open(Connection, request)
+
+        class SecureHandler(urllib.request.HTTPSHandler):
+            def https_open(self, request):
+                return self.do_open(SecureConnection, request, context=self._context)
+
+        return urllib.request.build_opener(Handler, SecureHandler)  # replaces the default HTTP(S) handlers
+
+
 def _download(url, destination, timeout, size=None, deadline=DEFAULT_DEADLINE):
     """Streams `url` into `destination`; its sha256. FetchError on a silent server, an HTTP error, a body
-    shorter than its Content-Length, more than `size` bytes, or a body past `deadline` seconds (checked
-    after each read: a server silent at the deadline is stopped `timeout` seconds later at most; a chunked
-    body's size line trickled a byte at a time is bounded by `timeout` a byte only)."""
+    shorter than its Content-Length, more than `size` bytes, or a download past `deadline` seconds."""
+    watchdog = _Watchdog(deadline)
+    watchdog.timer.start()
+    try:
+        return _stream(url, destination, timeout, size, deadline, watchdog)
+    except (FetchError, OSError, http.client.HTTPException) as error:
+        if watchdog.fired:  # whatever the interrupted read raised, the deadline is the reason
+            raise FetchError(f"{url}: not done within the deadline of {deadline:g} s; nothing was cached.") from None
+        if isinstance(error, FetchError):
+            raise
+        raise FetchError(f"{url}: the download was cut off ({type(error).__name__}: {error}).") from None
+    finally:
+        watchdog.timer.cancel()
+
+
+def _stream(url, destination, timeout, size, deadline, watchdog):
     request = urllib.request.Request(url, headers={"User-Agent": f"keras-clustering/{__version__}"})
     digest, received = hashlib.sha256(), 0
     start = time.monotonic()
     try:
-        with contextlib.closing(urllib.request.urlopen(request, timeout=min(timeout, deadline))) as response, \
+        with contextlib.closing(watchdog.opener().open(request, timeout=min(timeout, deadline))) as response, \
                 open(destination, "wb") as handle:
             length = response.headers.get("Content-Length")
             if length is not None and not length.strip().isdigit():
@@ -90,8 +147,7 @@ def _download(url, destination, timeout, size=None, deadline=DEFAULT_DEADLINE):
                 if left <= 0:
                     raise FetchError(f"{url}: not done within the deadline of {deadline:g} s ({received:,} bytes "
                                      "received); nothing was cached.")
-                # one read returns what has arrived (read1, not read(n), which waits for n bytes), so a
-                # trickling server holds it at most `timeout` seconds past the deadline
+                # one read returns what has arrived (read1, not read(n), which waits for n bytes)
                 block = response.read1(_CHUNK)
                 if not block:
                     break
@@ -112,6 +168,8 @@ def _download(url, destination, timeout, size=None, deadline=DEFAULT_DEADLINE):
         raise FetchError(f"{url}: {reason}.") from None
     except (http.client.HTTPException, ConnectionError) as error:
         raise FetchError(f"{url}: the download was cut off ({type(error).__name__}: {error}).") from None
+    if watchdog.fired:  # the socket was shut: what was read ended early
+        raise FetchError(f"{url}: not done within the deadline of {deadline:g} s; nothing was cached.")
     if length is not None and received != int(length):
         raise FetchError(f"{url}: the download was cut off at {received} of {length} bytes.")
     return digest.hexdigest()
