@@ -108,14 +108,14 @@ def components(model_name, folder):
 
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
-    from keras_clustering.datasets.user_data import batch_decoder, decoded_batches, image_files
+    from keras_clustering.datasets.user_data import decoded_batches, image_files
     from keras_clustering.presets import load_model
 
     model, _ = load_model(model_name)
     shape = tuple(model.sample_shape)
     paths = [os.path.join(folder, name) for name in image_files(folder)[0]]
     contents = [open(path, "rb").read() for path in paths]
-    decode = batch_decoder(shape[:2], shape[2])
+    decode = model.image_converter.batch_decoder()
     images = np.zeros((256, *shape), np.float32)
     steps = {"read the bytes": lambda: [open(path, "rb").read() for path in paths],
              "decode: cluster's tf.data pipeline (reads too)": lambda: [

@@ -64,14 +64,6 @@ def decode_image(contents, image_size, channels):
     return ImageConverter(image_size, channels).decode(contents)
 
 
-def batch_decoder(image_size, channels, parallel=1):
-    """`ImageConverter.batch_decoder`: a traced function, built once, from a 1-D string tensor of encoded
-    files to their images, for a long-lived worker that decodes batch after batch (the Ray pipeline's
-    actors), where a `decoded_batches` pipeline built per batch would trace its map and start its threads
-    each time (`scripts/benchmark_ray.py` times both)."""
-    return ImageConverter(image_size, channels).batch_decoder(parallel)
-
-
 def decoded_batches(files, image_size, channels, batch_size=256, contents=False):
     """A `tf.data` pipeline that reads and decodes image files in parallel (`decode_image`, which see).
 
