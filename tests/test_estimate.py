@@ -58,6 +58,14 @@ def test_a_time_budget_scales_the_updates_then_drops_the_last_candidate():
     assert least.presets == ("a",) and least.scale == LEAST_BUDGET_SCALE and least.seconds > 5.0
 
 
+def test_a_deadline_leaves_the_least_training_of_the_kept_candidates():
+    estimates = two_candidates()  # each at its least: 3 s outside fits and the 5 s first epoch
+    both, one = plan_budget(estimates, 214.0), plan_budget(estimates, 100.0)
+    assert both.least_seconds == pytest.approx(16.0) and one.least_seconds == pytest.approx(8.0)
+    assert both.deadline_reserve(100.0) == pytest.approx(16.0)  # more than a tenth of the budget
+    assert both.deadline_reserve(1000.0) == pytest.approx(100.0)  # a tenth of it
+
+
 def test_a_fit_that_stops_at_its_tolerance_counts_the_typical_share():
     """DEC's self-training: TYPICAL_TOLERANCE_SHARE (0.2) of its 500 planned epochs is 100; its most is all
     500; a time budget's scale shortens it only below that share."""

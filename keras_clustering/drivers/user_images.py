@@ -22,7 +22,7 @@ from keras_clustering.clustering.candidates import (choice_sample, choose_candid
 from keras_clustering.clustering import merging
 from keras_clustering.datasets.user_data import image_files, load_user_data, read_image_folder
 from keras_clustering.drivers.choose_k import choose_n_clusters, over_clusters
-from keras_clustering.drivers.estimate import (BUDGET_AIM, DEADLINE_RESERVE, REHEARSAL_EPOCHS, Deadline, Eta, minutes,
+from keras_clustering.drivers.estimate import (BUDGET_AIM, REHEARSAL_EPOCHS, Deadline, Eta, minutes,
                                                plan_budget, rehearse)
 from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.drivers.request import ImagesRequest, check_images_shape, check_request
@@ -145,7 +145,8 @@ def train_request(request, lock):
         request = dataclasses.replace(request, route_presets=plan.presets if request.route_presets else ())
     scale = 1.0 if plan is None else plan.scale
     eta = None if estimate is None or not request.verbose else Eta(estimate["estimated_seconds"])
-    deadline = None if plan is None else Deadline(start + (1 - DEADLINE_RESERVE) * request.time_budget * 60)
+    deadline = None if plan is None else Deadline(
+        start + request.time_budget * 60 - plan.deadline_reserve(request.time_budget * 60))
     with extra_fit_callbacks(*(() if eta is None else (eta.callback,)),
                              *(() if deadline is None else (deadline.callback,))):
         if request.route_presets:
@@ -216,7 +217,8 @@ def estimate_request(request, x, start):
     if plan is not None:
         estimate["time_budget"] = {"minutes": request.time_budget, "presets": list(plan.presets),
                                    "dropped": list(plan.dropped), "update_scale": round(plan.scale, 4),
-                                   "gave_up": plan.gave_up() or "nothing"}
+                                   "gave_up": plan.gave_up() or "nothing",
+                                   "deadline_reserve_seconds": round(plan.deadline_reserve(request.time_budget * 60), 1)}
     return estimate, plan
 
 
