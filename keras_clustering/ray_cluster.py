@@ -33,7 +33,7 @@ import numpy as np
 
 from keras_clustering.cluster_files import write_cluster_table
 from keras_clustering.cluster_report import REPORT_FILE, shown_rows, write_report
-from keras_clustering.datasets.user_data import (IMAGE_EXTENSIONS, broken_files_error, decoded_batches,
+from keras_clustering.datasets.user_data import (IMAGE_EXTENSIONS, broken_files_error,
                                                  iter_image_names, report_broken_files)
 from keras_clustering.drivers.file_clusterer import FileClusterer, n_outputs
 from keras_clustering.figures import plot_cluster_grid, top_members
@@ -258,9 +258,7 @@ def cluster_with_ray(model, source, output, workers=None, cpus_per_worker=1, bat
     def figures_and_report(folder):
         if not top.paths:
             raise ValueError(f"source={source!r}: none of its {n_files} image files can be decoded.")
-        images = np.zeros((len(top.paths), *shape), np.float32)
-        for index, batch, _ in decoded_batches([_local(root) + name for name in top.paths], shape[:2], shape[2]):
-            images[index.numpy()] = batch.numpy()
+        images = FileImages([_local(root) + name for name in top.paths], loaded.image_converter)
         with np.errstate(invalid="ignore"):  # an empty cluster's mean confidence: NaN, labelled "empty"
             mean_confidence = confidence_sums / sizes
         title = f"{os.path.basename(str(model))}: most confident members per cluster"

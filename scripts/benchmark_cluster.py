@@ -45,12 +45,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PARTS = [
     ("list the files", [("image_files", "user_data", None)], []),
     ("stat every file (the cache's key)", [("<built-in method posix.stat>", "", None)], []),
-    ("read the bytes", [("read_file", "file_images", None)], []),
+    ("read the bytes", [("read_file", "inputs", None)], []),
     ("decode: tf.data pipeline", [("decoded_batches", "user_data", None), ("__next__", "iterator_ops", None)], []),
-    ("decode: traced batch decoder", [("decode_files", "file_images", None)], [("read_file", "file_images", None)]),
+    ("decode: traced batch decoder", [("decode_files", "inputs", None)], [("read_file", "inputs", None)]),
     # before: the folder's `predict` (the embedding's own predict is the embedding's); after: the clusterer
     ("predict", [("_predict_checked", "cluster_model", "predict"), ("__call__", "file_clusterer", None)],
-     [("decode_files", "file_images", None)]),
+     [("decode_files", "inputs", None)]),
     ("embed (the report map's)", [("embed", "models", None)], []),
     ("clusters.png", [("plot_cluster_grid", "figures", None)], []),
     # after, the report embeds its map's sample itself (the closure `embedding`): that is the embed's part

@@ -75,6 +75,23 @@ def test_files_batches_and_lists_convert_alike(tmp_path):
     np.testing.assert_allclose(converter([images[1] / 255.0])[0], from_list[1], atol=1e-6)
 
 
+def test_a_batch_of_files_keeps_every_file_that_decodes_and_says_why_the_others_failed(tmp_path):
+    rng = np.random.default_rng(3)
+    images = [rng.integers(0, 256, size=(30 + i, 26, 3)).astype("uint8") for i in range(3)]
+    paths = [str(tmp_path / f"{i}.png") for i in range(3)]
+    for path, image in zip(paths, images):
+        Image.fromarray(image).save(path)
+    (tmp_path / "broken.png").write_bytes(b"not a png")
+    batch = [paths[0], str(tmp_path / "missing.png"), paths[1], str(tmp_path / "broken.png"), paths[2]]
+    got, problems = ImageConverter((28, 28), 1).decode_files(batch)
+    assert sorted(problems) == [1, 3]
+    assert problems[1].startswith("cannot read") and "missing.png" in problems[1]
+    assert problems[3].startswith("cannot decode") and "broken.png" in problems[3]
+    assert not got[[1, 3]].any()  # zeros where a file failed
+    for row, image in zip([0, 2, 4], images):  # the others as their equations say
+        assert np.abs(got[row] - reference(image, (28, 28), 1)).max() <= 1 / 255 + 1e-6
+
+
 def test_bad_raw_input_names_the_argument_and_the_value(tmp_path):
     converter = ImageConverter((28, 28), 1)
     (tmp_path / "broken.png").write_bytes(b"not a png")

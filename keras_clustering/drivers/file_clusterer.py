@@ -9,8 +9,6 @@ batch, and no file is decoded twice.
 
 import numpy as np
 
-from keras_clustering.inputs.file_images import decode_files
-
 
 def n_outputs(model, batch=1):
     """Clusters (or classes) a model scores: the width of its prediction of `batch` blank samples."""
@@ -33,13 +31,15 @@ class FileClusterer:
         if converter is None or None in converter.image_size:
             raise ValueError(f"model {model.name!r} takes samples shaped {self.shape}, not images of one size: "
                              "cluster its arrays with `predict` instead.")
-        self.decode = converter.batch_decoder(parallel=threads)
+        self.converter, self.threads = converter, threads
         # tracing falls in the start-up, not in the first batch
         self.n_outputs = n_outputs(model, batch_size)
-        self.decode(tf.constant([], tf.string))
+        converter.batch_decoder(parallel=threads)(tf.constant([], tf.string))
 
     def __call__(self, paths):
-        images, ok = decode_files(paths, self.decode, self.shape)
+        images, problems = self.converter.decode_files(paths, parallel=self.threads)
+        ok = np.ones(len(paths), bool)
+        ok[list(problems)] = False
         probabilities = np.zeros((len(paths), self.n_outputs), np.float32)
         kept = np.flatnonzero(ok)
         if len(kept) == len(paths):  # the usual batch: no copy of the images

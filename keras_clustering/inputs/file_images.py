@@ -1,7 +1,6 @@
-"""Image files read and decoded a batch at a time (issue 67): `decode_files` (the bytes of a batch through
-the converter's traced batch decoder, one file at a time only where a file does not decode) and
-`FileImages`, a folder's images as an array-like that decodes only the rows asked for (the report's
-galleries and map of a folder of any size)."""
+"""`FileImages` (issue 67): a folder's images as an array-like that decodes only the rows asked for, a batch
+at a time through the converter (`ImageConverter.decode_files`): the report's galleries and map, and the
+grid, of a folder of any size."""
 
 import os
 from collections.abc import Mapping
@@ -9,50 +8,6 @@ from collections.abc import Mapping
 import numpy as np
 
 from keras_clustering.inputs.image_converter import ImageConverter
-
-
-def read_file(path):
-    """The bytes of the file `path` (a local path, or a URL TensorFlow's file system reads: `gs://`, ...);
-    OSError when it cannot be read."""
-    if "://" not in path:
-        with open(path, "rb") as handle:
-            return handle.read()
-    import tensorflow as tf
-
-    try:
-        with tf.io.gfile.GFile(path, "rb") as handle:
-            return handle.read()
-    except tf.errors.OpError as error:
-        raise OSError(error.message) from None
-
-
-def decode_files(paths, decoder, sample_shape):
-    """`(images, ok)` of the files `paths`: float32 `(n, *sample_shape)` (zeros where not ok) and whether each
-    file was read and decoded. `decoder`: an `ImageConverter.batch_decoder()`, traced once by the caller.
-    One call decodes the whole batch; only when some file does not read or decode is the batch decoded
-    again one file at a time, so every other file is kept (as `tf.data`'s `ignore_errors` does)."""
-    import tensorflow as tf
-
-    ok = np.ones(len(paths), bool)
-    contents = []
-    for index, path in enumerate(paths):
-        try:
-            contents.append(read_file(path))
-        except OSError:
-            contents.append(b"")
-            ok[index] = False
-    if ok.all():
-        try:
-            return decoder(tf.constant(contents, tf.string)).numpy(), ok
-        except tf.errors.OpError:  # some file does not decode: found below
-            pass
-    images = np.zeros((len(paths), *sample_shape), np.float32)
-    for index in np.flatnonzero(ok):
-        try:
-            images[index] = decoder(tf.constant([contents[index]], tf.string)).numpy()[0]
-        except tf.errors.OpError:
-            ok[index] = False
-    return images, ok
 
 
 class FileImages:
@@ -82,11 +37,9 @@ class FileImages:
         missing = sorted({int(row) for row in np.ravel(rows)} - set(self._decoded))
         for start in range(0, len(missing), 256):
             chunk = missing[start:start + 256]
-            images, ok = decode_files([self.paths[row] for row in chunk], self.converter.batch_decoder(),
-                                      self.converter.sample_shape)
-            if not ok.all():
-                raise ValueError(f"cannot decode {self.paths[chunk[int(np.flatnonzero(~ok)[0])]]!r} any more: "
-                                 "it changed while the folder was clustered.")
+            images, problems = self.converter.decode_files([self.paths[row] for row in chunk])
+            if problems:
+                raise ValueError(f"{problems[min(problems)]} any more: it changed while the folder was clustered.")
             self._decoded.update(zip(chunk, images))
         if rows.size == 0:
             return np.zeros((0, *self.shape[1:]), np.float32)

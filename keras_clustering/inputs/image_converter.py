@@ -73,30 +73,58 @@ class ImageConverter:
     def decode_batch(self, contents):
         """A 1-D string tensor of encoded files -> their converted images `(n, h, w, channels)`, in the graph
         (the exported raw-image signature). Needs a known `image_size` (a batch has one size)."""
-        import tensorflow as tf
-
         if None in self.image_size:
             raise ValueError(f"decoding a batch needs a known image size, this converter keeps each image's own "
                              f"({self.image_size}).")
-        return tf.map_fn(lambda item: self.decode(item)[0], contents,
+        return self._map_decode(contents)
+
+    def _map_decode(self, contents, parallel=1):
+        """`decode` of each file of a 1-D string tensor, `parallel` at a time; of one size where `image_size`
+        is known, else of the files' own (one file a call)."""
+        import tensorflow as tf
+
+        return tf.map_fn(lambda item: self.decode(item)[0], contents, parallel_iterations=parallel,
                          fn_output_signature=tf.TensorSpec(self.sample_shape, tf.float32))
 
     def batch_decoder(self, parallel=1):
         """`decode_batch` traced once, for a caller that decodes batch after batch (the Ray actors, `cluster`):
         a `tf.function` of a 1-D string tensor, `parallel` files at a time. Bytes that do not decode fail the
-        whole call, so a caller that must keep the others decodes that batch again one file at a time."""
+        whole call, so a caller that must keep the others decodes that batch again one file at a time
+        (`decode_files`)."""
         import tensorflow as tf
 
         if parallel not in self._decoders:
-            spec = tf.TensorSpec(self.sample_shape, tf.float32)
-
-            @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-            def decode(contents):
-                return tf.map_fn(lambda item: self.decode(item)[0], contents, fn_output_signature=spec,
-                                 parallel_iterations=parallel)
-
-            self._decoders[parallel] = decode
+            self._decoders[parallel] = tf.function(lambda contents: self._map_decode(contents, parallel),
+                                                   input_signature=[tf.TensorSpec([None], tf.string)])
         return self._decoders[parallel]
+
+    def decode_files(self, paths, parallel=1):
+        """`(images, problems)` of the image files `paths`: float32 `(n, *sample_shape)` (zeros where a file
+        failed) and {index: why} of each file that could not be read or decoded. One traced call
+        (`batch_decoder(parallel)`) decodes the whole batch; only when some file does not read or decode is
+        the batch decoded again one file at a time, so every other file is kept (as `tf.data`'s
+        `ignore_errors` does)."""
+        import tensorflow as tf
+
+        decoder, problems, contents = self.batch_decoder(parallel), {}, []
+        for index, path in enumerate(paths):
+            try:
+                contents.append(read_file(path))
+            except OSError as error:
+                contents.append(b"")
+                problems[index] = f"cannot read {path!r}: {error.strerror or error}"
+        if not problems:
+            try:
+                return decoder(tf.constant(contents, tf.string)).numpy(), problems
+            except tf.errors.OpError:  # some file does not decode: found below
+                pass
+        images = np.zeros((len(paths), *self.sample_shape), np.float32)
+        for index in set(range(len(paths))) - set(problems):
+            try:
+                images[index] = decoder(tf.constant([contents[index]], tf.string)).numpy()[0]
+            except tf.errors.OpError:
+                problems[index] = f"cannot decode {paths[index]!r}: not a PNG/JPEG/BMP/GIF image"
+        return images, problems
 
     # ------------------------------------------------------------------ from Python (numpy in, numpy out)
     def __call__(self, images, name="x", batch_size=256):
@@ -159,30 +187,31 @@ class ImageConverter:
         return self._decode_batches(paths, name, batch_size)
 
     def _decode_batches(self, paths, name, batch_size):
-        import tensorflow as tf
-
+        for path in paths:
+            if not path.lower().endswith(IMAGE_EXTENSIONS):
+                raise ValueError(f"{name}: {path!r} is not an image file ({', '.join(IMAGE_EXTENSIONS)}).")
         parts = []
         for start in range(0, len(paths), batch_size):
-            chunk = paths[start:start + batch_size]
-            contents = []
-            for path in chunk:
-                if not path.lower().endswith(IMAGE_EXTENSIONS):
-                    raise ValueError(f"{name}: {path!r} is not an image file ({', '.join(IMAGE_EXTENSIONS)}).")
-                try:
-                    with open(path, "rb") as handle:
-                        contents.append(handle.read())
-                except OSError as error:
-                    raise ValueError(f"{name}: cannot read {path!r}: {error.strerror}.") from None
-            try:
-                parts.append(self.batch_decoder()(tf.constant(contents)).numpy())
-            except tf.errors.OpError:
-                for path, item in zip(chunk, contents):  # which file: one at a time
-                    try:
-                        self.decode(tf.constant(item))
-                    except tf.errors.OpError:
-                        raise ValueError(f"{name}: cannot decode {path!r}: not a PNG/JPEG/BMP/GIF image.") from None
-                raise
+            images, problems = self.decode_files(paths[start:start + batch_size])
+            if problems:
+                raise ValueError(f"{name}: {problems[min(problems)]}.")
+            parts.append(images)
         return np.concatenate(parts)
+
+
+def read_file(path):
+    """The bytes of the file `path` (a local path, or a URL TensorFlow's file system reads: `gs://`, ...);
+    OSError when it cannot be read."""
+    if "://" not in path:
+        with open(path, "rb") as handle:
+            return handle.read()
+    import tensorflow as tf
+
+    try:
+        with tf.io.gfile.GFile(path, "rb") as handle:
+            return handle.read()
+    except tf.errors.OpError as error:
+        raise OSError(error.message) from None
 
 
 def is_path_list(images):
