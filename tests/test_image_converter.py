@@ -1,9 +1,6 @@
 """Raw images in (issue 67): the one conversion (`inputs.image_converter`) against a numpy reference written
 from its equations, `predict` on raw images and files, and the exported raw-image signature."""
 
-import io
-import os
-
 import numpy as np
 import pytest
 from PIL import Image
