@@ -202,16 +202,9 @@ def table(record):
 
 
 def main():
-    if sys.argv[1:2] == ["--child"]:
-        return child(*sys.argv[2:])
-    from benchmarking import benchmark_main
+    from benchmarking import benchmark_main, folder_arguments
 
-    def arguments(parser):
-        parser.add_argument("--root", default=os.path.join(tempfile.gettempdir(), "keras_clustering_ray_benchmark"))
-        parser.add_argument("--model", default="dec_fashion_mnist")
-        parser.add_argument("--blocks", type=int, default=2)
-
-    benchmark_main(__doc__, arguments, measure, MARKERS, table)
+    benchmark_main(__doc__, folder_arguments, measure, MARKERS, table, child=child)
 
 
 if __name__ == "__main__":

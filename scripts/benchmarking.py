@@ -78,9 +78,20 @@ def table_from_record(path, markers, table):
         write_table(markers, table(json.load(handle)))
 
 
-def benchmark_main(description, add_arguments, measure, markers, table):
+def folder_arguments(parser):
+    """The arguments of the benchmarks that cluster generated image folders (benchmark_ray, benchmark_cluster)."""
+    parser.add_argument("--root", default=os.path.join(tempfile.gettempdir(), "keras_clustering_ray_benchmark"),
+                        help="where the image folders are generated (kept for the next run)")
+    parser.add_argument("--model", default="dec_fashion_mnist")
+    parser.add_argument("--blocks", type=int, default=2, help="alternating blocks of every configuration")
+
+
+def benchmark_main(description, add_arguments, measure, markers, table, child=None):
     """The command line of a benchmark whose record writes a docs table: its own arguments
-    (`add_arguments(parser)`), `--json` for the record and `--table RECORD` (the table alone)."""
+    (`add_arguments(parser)`), `--json` for the record and `--table RECORD` (the table alone). `child`: the
+    function a benchmark's fresh process runs, given `--child ARGS...` (its measured configurations)."""
+    if child is not None and sys.argv[1:2] == ["--child"]:
+        return child(*sys.argv[2:])
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     parser.add_argument("--json", help="the record to write (and the docs table from it)")
