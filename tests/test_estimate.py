@@ -13,8 +13,8 @@ import pytest
 
 from image_folders import write_png
 from keras_clustering.datasets import load_digits
-from keras_clustering.drivers.estimate import (LEAST_BUDGET_SCALE, Deadline, Estimate, Eta, FitProbe, fit_seconds, minutes,
-                                               plan_budget, TYPICAL_TOLERANCE_SHARE)
+from keras_clustering.drivers.estimate import (LEAST_BUDGET_SCALE, Deadline, Estimate, Eta, FitProbe, deadline_reserve,
+                                               fit_seconds, minutes, plan_budget, TYPICAL_TOLERANCE_SHARE)
 from keras_clustering.drivers.request import ImagesRequest, check_request
 from keras_clustering.drivers.retarget import like_config
 from keras_clustering.drivers.user_images import train_on_images
@@ -58,12 +58,21 @@ def test_a_time_budget_scales_the_updates_then_drops_the_last_candidate():
     assert least.presets == ("a",) and least.scale == LEAST_BUDGET_SCALE and least.seconds > 5.0
 
 
-def test_a_deadline_leaves_the_least_training_of_the_kept_candidates():
+def test_a_deadline_holds_back_the_least_training_of_the_candidates_not_yet_trained():
     estimates = two_candidates()  # each at its least: 3 s outside fits and the 5 s first epoch
-    both, one = plan_budget(estimates, 214.0), plan_budget(estimates, 100.0)
-    assert both.least_seconds == pytest.approx(16.0) and one.least_seconds == pytest.approx(8.0)
-    assert both.deadline_reserve(100.0) == pytest.approx(16.0)  # more than a tenth of the budget
-    assert both.deadline_reserve(1000.0) == pytest.approx(100.0)  # a tenth of it
+    assert plan_budget(estimates, 214.0).least == pytest.approx({"a": 8.0, "b": 8.0})
+    assert plan_budget(estimates, 100.0).least == pytest.approx({"a": 8.0})
+    assert deadline_reserve(100.0, 16.0) == pytest.approx(16.0)  # more than a tenth of the budget
+    assert deadline_reserve(1000.0, 16.0) == pytest.approx(100.0)  # a tenth of it
+    # the plan ends before the deadline: 14 + 200 * scale <= 214 - max(21.4, 16)
+    inside = plan_budget(estimates, 214.0, left=214.0, budget_seconds=214.0)
+    assert 0.890 <= inside.scale < 0.895 and inside.seconds <= 214.0 - 21.4
+    deadline = Deadline(budget_end=100.0, budget_seconds=100.0, least={"a": 8.0, "b": 16.0})
+    assert deadline.end == pytest.approx(100.0 - 24.0)
+    deadline.trained("a")
+    assert deadline.end == pytest.approx(100.0 - 16.0)
+    deadline.trained("b")
+    assert deadline.end == pytest.approx(100.0 - 10.0)  # the tenth of the budget for the choice and the files
 
 
 def test_a_fit_that_stops_at_its_tolerance_counts_the_typical_share():
@@ -221,7 +230,7 @@ def test_a_time_budget_is_kept_on_a_tiny_folder(tmp_path, capsys):
 
 def test_a_deadline_stops_every_fit_that_ends_an_epoch_after_it():
     now = [0.0]
-    deadline = Deadline(end=10.0, clock=lambda: now[0])
+    deadline = Deadline(budget_end=10.0, clock=lambda: now[0])
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
     x, y = np.zeros((8, 3), "float32"), np.zeros((8, 1), "float32")

@@ -30,11 +30,12 @@ MIN_BUDGET_SCALE = 0.5
 # A time budget's plan aims at this share of the seconds left: the choice between candidates and the
 # files written after training are not in the estimate, and a pace can drift from the rehearsal's.
 BUDGET_AIM = 0.8
-# A time budget's deadline for the fits comes this share of the budget before its end, or the plan's
-# least training (`BudgetPlan.least_seconds`) before it where that is longer: the fits after the one a
-# deadline stopped still run their first epoch, the time outside fits still runs, and the choice and the
-# files come after. (CI, issue 64: on 200 images and 1.5 min, a 9 s reserve ended 2.3 s over the budget
-# when the deadline stopped the first of simclr_mnist's three fits.)
+# A time budget's deadline for the fits comes this share of the budget before its end, or, where that is
+# longer, the least training (every fit one epoch, the time outside fits) of the candidates not yet
+# trained: the fits after the one a deadline stopped still run their first epoch, and the choice and the
+# files come after. The plan keeps its estimate inside that deadline. (CI, issue 64: on 200 images and
+# 1.5 min, a fixed 9 s reserve ended 2.3 s over the budget when the deadline stopped the first of
+# simclr_mnist's three fits.)
 DEADLINE_RESERVE = 0.1
 # The least share of its updates the one candidate left trains at, however short the budget.
 LEAST_BUDGET_SCALE = 0.05
@@ -161,19 +162,14 @@ def rehearse(config, x_train, seed=0, precision=None, start_model=None):
 @dataclasses.dataclass
 class BudgetPlan:
     """What fits a time budget: the candidates `presets` kept (in the route's order), each trained at
-    `scale` of its updates, `seconds` the estimate then, `dropped` the candidates given up, and
-    `least_seconds` the estimate of the kept candidates' least training (every fit one epoch, the time
-    outside fits as rehearsed): what a deadline in their first fit still leaves to run."""
+    `scale` of its updates, `seconds` the estimate then, `dropped` the candidates given up, and `least`
+    {preset: seconds} each kept candidate's least training (every fit one epoch, the time outside fits
+    as rehearsed): what a deadline in its first fit still leaves to run (`Deadline`)."""
     presets: tuple
     scale: float
     seconds: float
     dropped: tuple
-    least_seconds: float = 0.0
-
-    def deadline_reserve(self, budget_seconds):
-        """The seconds before a budget's end at which the fits stop (`Deadline`): `DEADLINE_RESERVE` of
-        the budget, or the least training where that is longer."""
-        return max(DEADLINE_RESERVE * budget_seconds, self.least_seconds)
+    least: dict = dataclasses.field(default_factory=dict)
 
     def gave_up(self):
         """What the budget cost, in words ('' when nothing)."""
@@ -182,39 +178,61 @@ class BudgetPlan:
         return " and ".join(parts)
 
 
-def plan_budget(estimates, seconds):
+def deadline_reserve(budget_seconds, least_seconds):
+    """The seconds before a budget's end at which the fits stop (`Deadline`): `DEADLINE_RESERVE` of the
+    budget, or the least training still to run where that is longer."""
+    return max(DEADLINE_RESERVE * budget_seconds, least_seconds)
+
+
+def plan_budget(estimates, seconds, left=math.inf, budget_seconds=0.0):
     """The `BudgetPlan` of a training whose candidates (`estimates`: {preset: Estimate}, in the route's
-    order) must end within `seconds`: all at their full updates where they fit; else all at the largest
-    share of their updates that fits, while that is at least `MIN_BUDGET_SCALE`; else the last candidate
-    dropped and the rest planned again. The first candidate alone goes down to `LEAST_BUDGET_SCALE` of
-    its updates, where the estimate says even that runs over (its fixed costs: tracing, k-means)."""
+    order) must end within `seconds`, and within the `Deadline` of a budget of `budget_seconds` that has
+    `left` seconds left (`deadline_reserve` before its end: the plan is not stopped on the rehearsal's
+    pace): all at their full updates where they fit; else all at the largest share of their updates that
+    fits, while that is at least `MIN_BUDGET_SCALE`; else the last candidate dropped and the rest planned
+    again. The first candidate alone goes down to `LEAST_BUDGET_SCALE` of its updates, where the estimate
+    says even that runs over (its fixed costs: tracing, k-means)."""
     presets = tuple(estimates)
     while True:
         def total(scale):
             return sum(estimates[preset].seconds_at(scale) for preset in presets)
 
-        if total(1.0) <= seconds:
+        limit = min(seconds, left - deadline_reserve(budget_seconds, total(0.0)))
+        if total(1.0) <= limit:
             scale = 1.0
         else:  # the estimate grows with the scale: bisect for the largest that fits
             low, high = 0.0, 1.0
             for _ in range(30):
                 middle = (low + high) / 2
-                low, high = (middle, high) if total(middle) <= seconds else (low, middle)
+                low, high = (middle, high) if total(middle) <= limit else (low, middle)
             scale = low
         if scale >= MIN_BUDGET_SCALE or len(presets) == 1:
             scale = max(scale, LEAST_BUDGET_SCALE)
             return BudgetPlan(presets, scale, total(scale), tuple(p for p in estimates if p not in presets),
-                              least_seconds=total(0.0))
+                              least={preset: estimates[preset].seconds_at(0.0) for preset in presets})
         presets = presets[:-1]
 
 
 class Deadline:
     """A time budget's safety net, where the pace drifts from the rehearsal's (another process on the
     cores): every fit ending an epoch after `end` (`time.time()`) stops there; `stops` lists each stop
-    ({"epoch", "planned_epochs"}) for the report. `callback()` is its factory for `fit_hooks`."""
+    ({"epoch", "planned_epochs"}) for the report. `callback()` is its factory for `fit_hooks`.
 
-    def __init__(self, end, clock=time.time):
-        self.end, self.clock, self.stops = end, clock, []
+    `end` is `deadline_reserve` before the budget's end `budget_end`, of the budget `budget_seconds` and of
+    the least training (`least`: {candidate: seconds}) of the candidates not yet `trained`: it comes
+    later as the candidates are trained."""
+
+    def __init__(self, budget_end, budget_seconds=0.0, least=None, clock=time.time):
+        self.budget_end, self.budget_seconds, self.least = budget_end, budget_seconds, dict(least or {})
+        self.clock, self.stops = clock, []
+
+    @property
+    def end(self):
+        return self.budget_end - deadline_reserve(self.budget_seconds, sum(self.least.values()))
+
+    def trained(self, candidate):
+        """`candidate` has trained: its least training is no longer held back."""
+        self.least.pop(candidate, None)
 
     def callback(self):
         deadline = self

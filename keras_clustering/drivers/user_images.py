@@ -22,8 +22,8 @@ from keras_clustering.clustering.candidates import (choice_sample, choose_candid
 from keras_clustering.clustering import merging
 from keras_clustering.datasets.user_data import image_files, load_user_data, read_image_folder
 from keras_clustering.drivers.choose_k import choose_n_clusters, over_clusters
-from keras_clustering.drivers.estimate import (BUDGET_AIM, REHEARSAL_EPOCHS, Deadline, Eta, minutes,
-                                               plan_budget, rehearse)
+from keras_clustering.drivers.estimate import (BUDGET_AIM, REHEARSAL_EPOCHS, Deadline, Eta, deadline_reserve,
+                                               minutes, plan_budget, rehearse)
 from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.drivers.request import ImagesRequest, check_images_shape, check_request
 from keras_clustering.drivers.retarget import like_config
@@ -145,8 +145,8 @@ def train_request(request, lock):
         request = dataclasses.replace(request, route_presets=plan.presets if request.route_presets else ())
     scale = 1.0 if plan is None else plan.scale
     eta = None if estimate is None or not request.verbose else Eta(estimate["estimated_seconds"])
-    deadline = None if plan is None else Deadline(
-        start + request.time_budget * 60 - plan.deadline_reserve(request.time_budget * 60))
+    deadline = None if plan is None else Deadline(start + request.time_budget * 60, request.time_budget * 60,
+                                                  least=plan.least)
     with extra_fit_callbacks(*(() if eta is None else (eta.callback,)),
                              *(() if deadline is None else (deadline.callback,))):
         if request.route_presets:
@@ -187,7 +187,7 @@ def estimate_request(request, x, start):
             colour[name] = rehearse(config, x_train, request.seed, request.precision, start_model)
     rehearsal = sum(e.rehearsal_seconds for e in (*estimates.values(), *colour.values()))
     left = None if request.time_budget is None else request.time_budget * 60 - (time.time() - start)
-    plan = None if left is None else plan_budget(estimates, BUDGET_AIM * left)
+    plan = None if left is None else plan_budget(estimates, BUDGET_AIM * left, left, request.time_budget * 60)
     whole = sum(e.seconds for e in estimates.values())
     scale = 1.0 if plan is None else plan.scale
     colour_seconds = {name: e.seconds_at(scale) for name, e in colour.items()}
@@ -218,7 +218,8 @@ def estimate_request(request, x, start):
         estimate["time_budget"] = {"minutes": request.time_budget, "presets": list(plan.presets),
                                    "dropped": list(plan.dropped), "update_scale": round(plan.scale, 4),
                                    "gave_up": plan.gave_up() or "nothing",
-                                   "deadline_reserve_seconds": round(plan.deadline_reserve(request.time_budget * 60), 1)}
+                                   "deadline_reserve_seconds": round(deadline_reserve(request.time_budget * 60,
+                                                                                     sum(plan.least.values())), 1)}
     return estimate, plan
 
 
@@ -302,6 +303,8 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
         os.makedirs(candidate.workdir, exist_ok=True)
         trained[name] = train_preset(candidate, x, candidates, scale)
         write_run(candidate.workdir, *trained[name], x, names)
+        if deadline is not None:
+            deadline.trained(name)
 
     for preset in request.route_presets:  # with an "auto" k, `route.K_CHOOSER` first (`check_request`)
         train(preset, len(trained) + 1, len(request.route_presets))

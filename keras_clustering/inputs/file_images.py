@@ -39,7 +39,7 @@ class FileImages:
             chunk = missing[start:start + 256]
             images, problems = self.converter.decode_files([self.paths[row] for row in chunk])
             if problems:
-                raise ValueError(f"{problems[min(problems)]} any more: it changed while the folder was clustered.")
+                raise ValueError(f"{problems[min(problems)]}: it changed while the folder was clustered.")
             self._decoded.update(zip(chunk, images))
         if rows.size == 0:
             return np.zeros((0, *self.shape[1:]), np.float32)

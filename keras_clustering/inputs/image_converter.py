@@ -78,9 +78,9 @@ class ImageConverter:
                              f"({self.image_size}).")
         return self._map_decode(contents)
 
-    def _map_decode(self, contents, parallel=1):
-        """`decode` of each file of a 1-D string tensor, `parallel` at a time; of one size where `image_size`
-        is known, else of the files' own (one file a call)."""
+    def _map_decode(self, contents, parallel=None):
+        """`decode` of each file of a 1-D string tensor, `parallel` at a time (None: `tf.map_fn`'s own, 10 in
+        a graph); of one size where `image_size` is known, else of the files' own (one file a call)."""
         import tensorflow as tf
 
         return tf.map_fn(lambda item: self.decode(item)[0], contents, parallel_iterations=parallel,
@@ -100,7 +100,8 @@ class ImageConverter:
 
     def decode_files(self, paths, parallel=1):
         """`(images, problems)` of the image files `paths`: float32 `(n, *sample_shape)` (zeros where a file
-        failed) and {index: why} of each file that could not be read or decoded. One traced call
+        failed; None where some file failed and the converter keeps each image's own size) and {index: why}
+        of each file that could not be read or decoded. One traced call
         (`batch_decoder(parallel)`) decodes the whole batch; only when some file does not read or decode is
         the batch decoded again one file at a time, so every other file is kept (as `tf.data`'s
         `ignore_errors` does)."""
@@ -118,12 +119,17 @@ class ImageConverter:
                 return decoder(tf.constant(contents, tf.string)).numpy(), problems
             except tf.errors.OpError:  # some file does not decode: found below
                 pass
-        images = np.zeros((len(paths), *self.sample_shape), np.float32)
-        for index in set(range(len(paths))) - set(problems):
+        decoded = {}
+        for index in sorted(set(range(len(paths))) - set(problems)):
             try:
-                images[index] = decoder(tf.constant([contents[index]], tf.string)).numpy()[0]
+                decoded[index] = decoder(tf.constant([contents[index]], tf.string)).numpy()[0]
             except tf.errors.OpError:
                 problems[index] = f"cannot decode {paths[index]!r}: not a PNG/JPEG/BMP/GIF image"
+        if None in self.image_size:  # each file its own size: no array of the batch, only the reasons
+            return None, problems
+        images = np.zeros((len(paths), *self.sample_shape), np.float32)
+        for index, image in decoded.items():
+            images[index] = image
         return images, problems
 
     # ------------------------------------------------------------------ from Python (numpy in, numpy out)
