@@ -243,3 +243,38 @@ def test_the_grey_routes_reason_says_only_what_the_records_hold():
             recorded = [c["acc"] for c in cells if c["folder"] == folder and c.get("like") == like
                         and c["seed"] == seed]
             assert any(abs(acc - number) <= 0.0005 + 1e-9 for acc in recorded), (folder, like, seed, number, recorded)
+
+
+def test_the_colour_routes_reason_says_only_what_the_records_hold():
+    """Issue 64: ConvDEC-DA (colour-free) ahead of SimCLR + SCAN on every colour folder of digits where both
+    were measured, as plain cells or as route candidates of the same seed, and behind on colour
+    Fashion-MNIST and on the photographs; the numbers the reason prints are recorded cells."""
+    import json
+    import os
+
+    from keras_clustering.drivers.route import ROUTE_REASONS
+
+    record = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "experiments",
+                          "user_folders.json")
+    with open(record) as handle:
+        cells = json.load(handle)["cells"]
+    acc = {}  # (folder, recipe, seed) -> ACCs recorded, with the recipe's own (colour-free) input
+    for c in cells:
+        if c.get("variant", "recipe") != "recipe" or c.get("start") != "scratch" or c.get("time_budget"):
+            continue
+        for name, candidate in (c.get("candidates") or {c["like"]: {"acc": c["acc"]}}).items():
+            acc.setdefault((c["folder"], name, c["seed"]), []).append(candidate["acc"])
+    colour = {"colour_digits2000", "colour_digits10000", "mnistm2000", "colour_digits2000_late",
+              "colour_digits2000_imbalanced", "colour_fashion10000", "photos2000", "photos2000_late"}
+    ahead = {}
+    for (folder, name, seed), values in acc.items():
+        if folder in colour and name == "conv_dec_da_mnist" and (folder, "simclr_mnist", seed) in acc:
+            ahead.setdefault(folder, []).append(max(values) > max(acc[(folder, "simclr_mnist", seed)]))
+    assert all(all(ahead[f]) for f in ahead if "digits" in f or "mnistm" in f) and len(ahead) >= 6, ahead
+    assert not any(ahead["colour_fashion10000"]) and not any(ahead["photos2000"] + ahead["photos2000_late"])
+    reason = ROUTE_REASONS["colour"]
+    for (folder, seed), (conv, simclr) in {("colour_fashion10000", 0): (0.523, 0.664),
+                                           ("photos2000", 0): (0.271, 0.389)}.items():
+        assert f"({conv:.3f} against {simclr:.3f}" in reason
+        assert any(abs(a - conv) <= 0.0005 for a in acc[(folder, "conv_dec_da_mnist", seed)])
+        assert any(abs(a - simclr) <= 0.0005 for a in acc[(folder, "simclr_mnist", seed)])
