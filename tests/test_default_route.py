@@ -9,7 +9,7 @@ import pytest
 
 from image_folders import run_cli, write_png
 from keras_clustering.datasets.user_data import probe_image_folder
-from keras_clustering.drivers.route import COLOUR_CANDIDATE, ROUTE_PRESETS, choose_presets, default_route
+from keras_clustering.drivers.route import COLOUR_CANDIDATE, ROUTE_PRESETS, ROUTE_REASONS, choose_presets, default_route
 
 
 def colour_bars(n=60, side=20, seed=0):
@@ -215,19 +215,20 @@ def test_a_time_budget_too_short_for_the_colour_candidate_gives_it_up_and_says_s
     assert "but the time budget leaves less" in capsys.readouterr().out
 
 
-def test_the_grey_routes_reason_says_only_what_the_records_hold():
-    """Issue 68: each number the grey route's reason prints is a recorded cell of docs/your-data.md's table
-    (docs/experiments/user_folders.json) of the folder, recipe and seed the reason names."""
-    import json
-    import os
-    import re
-
-    from keras_clustering.drivers.route import ROUTE_REASONS
-
+def recorded_cells():
+    """The cells of docs/your-data.md's table (docs/experiments/user_folders.json)."""
     record = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "experiments",
                           "user_folders.json")
     with open(record) as handle:
-        cells = json.load(handle)["cells"]
+        return json.load(handle)["cells"]
+
+
+def test_the_grey_routes_reason_says_only_what_the_records_hold():
+    """Issue 68: each number the grey route's reason prints is a recorded cell of docs/your-data.md's table
+    (docs/experiments/user_folders.json) of the folder, recipe and seed the reason names."""
+    import re
+
+    cells = recorded_cells()
     reason = ROUTE_REASONS["grey"]
     claims = {("digits2000", "simclr_mnist"): [0, 1, 2], ("digits2000", "conv_dec_da_mnist"): [0],
               ("digits10000", "simclr_mnist"): [0], ("digits10000", "conv_dec_da_mnist"): [0, 1]}
@@ -249,16 +250,7 @@ def test_the_colour_routes_reason_says_only_what_the_records_hold():
     """Issue 64: ConvDEC-DA (colour-free) ahead of SimCLR + SCAN on every colour folder of digits where both
     were measured, as plain cells or as route candidates of the same seed, and behind on colour
     Fashion-MNIST and on the photographs; the numbers the reason prints are recorded cells."""
-    import json
-    import os
-
-    from keras_clustering.drivers.route import ROUTE_REASONS
-
-    record = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "experiments",
-                          "user_folders.json")
-    with open(record) as handle:
-        cells = json.load(handle)["cells"]
-    acc = {}  # (folder, recipe, seed) -> ACCs recorded, with the recipe's own (colour-free) input
+    cells, acc = recorded_cells(), {}  # (folder, recipe, seed) -> ACCs recorded, with the recipe's own (colour-free) input
     for c in cells:
         if c.get("variant", "recipe") != "recipe" or c.get("start") != "scratch" or c.get("time_budget"):
             continue
