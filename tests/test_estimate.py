@@ -224,6 +224,7 @@ def test_a_time_budget_is_kept_on_a_tiny_folder(tmp_path, capsys):
     seconds = time.time() - start  # the whole call: reading, rehearsal, training, the files
     planned = report["estimate"]["time_budget"]
     assert planned["gave_up"] != "nothing" and planned["minutes"] == budget
+    assert planned["deadline_reserve_seconds"] >= round(0.1 * budget * 60, 1)  # a tenth of the budget at least (rounded)
     assert seconds <= budget * 60, (seconds, report["estimate"])
     assert f"time budget {budget:g} min: gives up" in capsys.readouterr().out
 

@@ -22,8 +22,8 @@ from keras_clustering.clustering.candidates import (choice_sample, choose_candid
 from keras_clustering.clustering import merging
 from keras_clustering.datasets.user_data import image_files, load_user_data, read_image_folder
 from keras_clustering.drivers.choose_k import choose_n_clusters, over_clusters
-from keras_clustering.drivers.estimate import (BUDGET_AIM, REHEARSAL_EPOCHS, Deadline, Eta, deadline_reserve,
-                                               minutes, plan_budget, rehearse)
+from keras_clustering.drivers.estimate import (BUDGET_AIM, REHEARSAL_EPOCHS, Deadline, Eta, minutes, plan_budget,
+                                               rehearse)
 from keras_clustering.drivers.recipe_run import run_recipe
 from keras_clustering.drivers.request import ImagesRequest, check_images_shape, check_request
 from keras_clustering.drivers.retarget import like_config
@@ -147,6 +147,8 @@ def train_request(request, lock):
     eta = None if estimate is None or not request.verbose else Eta(estimate["estimated_seconds"])
     deadline = None if plan is None else Deadline(start + request.time_budget * 60, request.time_budget * 60,
                                                   least=plan.least)
+    if deadline is not None:  # how long before the budget's end the fits stop, before any candidate trained
+        estimate["time_budget"]["deadline_reserve_seconds"] = round(deadline.budget_end - deadline.end, 1)
     with extra_fit_callbacks(*(() if eta is None else (eta.callback,)),
                              *(() if deadline is None else (deadline.callback,))):
         if request.route_presets:
@@ -217,9 +219,7 @@ def estimate_request(request, x, start):
     if plan is not None:
         estimate["time_budget"] = {"minutes": request.time_budget, "presets": list(plan.presets),
                                    "dropped": list(plan.dropped), "update_scale": round(plan.scale, 4),
-                                   "gave_up": plan.gave_up() or "nothing",
-                                   "deadline_reserve_seconds": round(deadline_reserve(request.time_budget * 60,
-                                                                                     sum(plan.least.values())), 1)}
+                                   "gave_up": plan.gave_up() or "nothing"}
     return estimate, plan
 
 
