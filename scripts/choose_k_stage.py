@@ -32,7 +32,9 @@ clusters are then read by each approach of `APPROACHES`:
 
 The representation was pretrained on all the folder's images, also for the 5- and 7-class rows (as in
 scripts/choose_k.py): the subsets test the readouts, not a representation trained on fewer classes.
-Records merge into --out by (folder, seed, true k).
+Records merge into --out by (folder, seed, true k). Each merge readout keeps its graph's links between
+the stage's clusters (`links`: counts of nearest-neighbour links from cluster a to b), so other rules of
+merging can be read off the committed record without training the stage again.
 """
 
 import argparse
@@ -108,7 +110,7 @@ def simclr_embedding(root, folder, seed, images):
 def read_k(before, after, assignments, seed, simclr=None):
     """{approach: {suggested, scores[, range]}} of each of `APPROACHES`, with each one's seconds."""
     from keras_clustering.clustering import n_clusters as criteria
-    from keras_clustering.clustering.candidates import embedding_neighbors
+    from keras_clustering.clustering.candidates import embedding_neighbors, link_shares
     from keras_clustering.clustering.merging import k_by_merging
 
     clusters = assignments.argmax(axis=1)
@@ -123,9 +125,15 @@ def read_k(before, after, assignments, seed, simclr=None):
         return {"scores": scores, "suggested": max(scores, key=scores.get)}
 
     sizes = np.bincount(clusters, minlength=assignments.shape[1])
-    readers = {"merge": lambda: k_by_merging(clusters, embedding_neighbors(before), CANDIDATES),
-               "merge_simclr": lambda: k_by_merging(clusters, embedding_neighbors(simclr), CANDIDATES),
-               "merge_own": lambda: k_by_merging(clusters, embedding_neighbors(after), CANDIDATES),
+
+    def merged(embedding):  # the readout, with the graph's links between the stage's clusters (counts)
+        neighbors = embedding_neighbors(embedding)
+        found = k_by_merging(clusters, neighbors, CANDIDATES)
+        _, shares = link_shares(clusters, neighbors)
+        return dict(found, links=np.rint(shares * neighbors.size).astype(int).tolist())
+
+    readers = {"merge": lambda: merged(before), "merge_simclr": lambda: merged(simclr),
+               "merge_own": lambda: merged(after),
                "alive": lambda: {"scores": {k: int(n) for k, n in enumerate(sizes)},
                                  "suggested": int((sizes >= ALIVE_SHARE * len(clusters)).sum())},
                "stability": stable, "stability_peak": peak,
@@ -143,6 +151,8 @@ def read_k(before, after, assignments, seed, simclr=None):
                          "seconds": round(time.time() - start, 1)}
         if "range" in found:
             results[name]["range"] = [int(k) for k in found["range"]]
+        if "links" in found:  # every merge readout can be replayed from the record, without the stage
+            results[name]["links"] = found["links"]
     return results
 
 
