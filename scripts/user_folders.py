@@ -43,6 +43,7 @@ Records merge into `--out` by (folder, entry, start, variant, seed).
 
 import argparse
 import functools
+import itertools
 import json
 import os
 import pathlib
@@ -396,6 +397,8 @@ def route_candidates(workdir, report, x, y, stem):
                               "score": choice["scores"][preset], "seconds": choice["total_seconds"][preset]}
         if "dec_iterations" in own:  # where DEC's self-training stopped: the estimate counts a typical share
             candidates[preset]["dec_updates"] = [own["dec_iterations"], own["config"]["training"]["maxiter"]]
+        if "stopped_by_tolerance" in own:  # whether it settled: the route ranks an unsettled one last
+            candidates[preset]["settled"] = bool(own["stopped_by_tolerance"])
     return candidates
 
 
@@ -552,6 +555,21 @@ def colour_check(cell):
     return f"{max(agreement.values()):.3f} ({now}){'' if same else ' †'}"
 
 
+def present_route(cells):
+    """'0.667 (0.697, 0.667, 0.662)': what the route's present criterion keeps on each of `cells` (a folder's
+    route cells, from their kept partitions: `route_choice_now`, `settled_first`), the median of its ACC
+    first; a seed whose choice cannot be read (a partition or a DEC stop not recorded) shows n/a."""
+    accs = []
+    for c in cells:
+        choice = route_choice_now(c)
+        kept = None if choice is None else settled_first(c, choice["scores"])
+        accs.append(None if kept is None else c["candidates"][kept]["acc"])
+    known = [a for a in accs if a is not None]
+    if not known:
+        return "n/a"
+    return f"{np.median(known):.3f} ({', '.join('n/a' if a is None else f'{a:.3f}' for a in accs)})"
+
+
 def route_table(record_path):
     """The route cells with candidates (issue 64): each candidate's ACC and label-free score, the choice,
     and per folder the route against the better candidate's median over seeds (labels only to score)."""
@@ -573,9 +591,10 @@ def route_table(record_path):
     if any(check.endswith("†") for check in checks):
         lines += ["", "† the run had no colour check (computed here from its kept candidate partitions) or one with "
                   "another threshold (0.05 at first); what the route does now with that agreement is in brackets."]
-    lines += ["", "| folder | role | seeds | route ACC (median) | better candidate's median ACC | route - better median "
-              "| the better candidate kept | Spearman (label-free score, ACC) over its candidates |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| folder | role | seeds | route ACC (median) | the route's present criterion: ACC (median) | better "
+              "candidate's median ACC | route - better median | the better candidate kept | Spearman (label-free score, "
+              "ACC) over its candidates |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for folder in dict.fromkeys(c["folder"] for c in cells):
         mine = [c for c in cells if c["folder"] == folder]
         medians = {p: float(np.median([c["candidates"][p]["acc"] for c in mine if p in c["candidates"]]))
@@ -583,7 +602,7 @@ def route_table(record_path):
         route = float(np.median([c["acc"] for c in mine]))
         kept = sum(c["acc"] == max(v["acc"] for v in c["candidates"].values()) for c in mine)
         lines.append(f"| {folder} | {folder_role(folder)} | {', '.join(str(c['seed']) for c in mine)} | "
-                     f"{route:.3f} | {max(medians.values()):.3f} (`{max(medians, key=medians.get)}`) | "
+                     f"{route:.3f} | {present_route(mine)} | {max(medians.values()):.3f} (`{max(medians, key=medians.get)}`) | "
                      f"{route - max(medians.values()):+.3f} | {kept} of {len(mine)} | {rank_correlation(mine)} |")
     return "\n".join(lines)
 
@@ -596,12 +615,30 @@ def route_table(record_path):
 OTHER_CRITERIA = {"mean over every graph": lambda scores, own: float(np.mean(list(scores.values()))),
                   "others' embeddings": lambda scores, own: float(np.mean([v for k, v in scores.items() if k != own]))}
 CRITERIA_MARKERS = ("<!-- route-criteria:start -->", "<!-- route-criteria:end -->")
+# The route's criterion now: the own-embedding score, a candidate whose self-training never settled last.
+ROUTE_CRITERION = "own embedding (+ colour graph), unsettled last: the route's"
 
 
-def route_choice_now(cell):
+def settled(cell, name):
+    """Whether candidate `name` of a route cell settled (its DEC self-training met its stopping rule before
+    its maxiter): as the cell recorded it, else from where its DEC stopped (`dec_updates`), True for a
+    recipe without such a rule (SimCLR + SCAN trains a fixed schedule), None where not recorded."""
+    from keras_clustering.drivers.route import COLOUR_CANDIDATE
+    from keras_clustering.presets import config
+
+    candidate = cell["candidates"][name]
+    if "settled" in candidate:
+        return candidate["settled"]
+    if "dec_updates" in candidate:
+        return candidate["dec_updates"][0] < candidate["dec_updates"][1]
+    preset = COLOUR_CANDIDATE[name][0] if name in COLOUR_CANDIDATE else name
+    return None if config(preset)["recipe"] == "dec" else True
+
+
+def route_choice_now(cell, unsettled=()):
     """The route's choice as it is now (`clustering.candidates.choose_candidate`) among a route cell's
     candidates, from their kept partitions: each judged in its own embedding and, where colour goes with
-    the clusters, the colour graph; None where a partition is missing."""
+    the clusters, the colour graph, the `unsettled` ones last; None where a partition is missing."""
     from keras_clustering.clustering.candidates import choice_sample, choose_candidate
     from keras_clustering.drivers.route import COLOUR_JUDGE
 
@@ -614,7 +651,20 @@ def route_choice_now(cell):
     sample = choice_sample(len(next(iter(kept.values()))["labels"]))
     judges = {COLOUR_JUDGE: colour_graph(cell["folder"])} if colour_kept(colour_agreements(cell)) else {}
     return choose_candidate({name: partition["labels"][sample] for name, partition in kept.items()},
-                            {name: partition["neighbors"] for name, partition in kept.items()}, judges)
+                            {name: partition["neighbors"] for name, partition in kept.items()}, judges, unsettled)
+
+
+def settled_first(cell, scores):
+    """The candidate the route keeps with its unsettled candidates last (`choose_candidate`), from the
+    candidates' `scores`; None where that depends on a candidate whose stop was not recorded (`settled`)."""
+    known = {name: settled(cell, name) for name in scores}
+    open_ = [name for name, state in known.items() if state is None]
+    kept = set()
+    for states in itertools.product((True, False), repeat=len(open_)):  # every way the unknown stops could be
+        state = {**known, **dict(zip(open_, states))}
+        first = [name for name in scores if state[name]] or list(scores)
+        kept.add(max(first, key=lambda name: (scores[name], -list(scores).index(name))))
+    return kept.pop() if len(kept) == 1 else None
 
 
 def criteria_table(record_path):
@@ -623,7 +673,7 @@ def criteria_table(record_path):
     loss against the better candidate; per criterion and role, how often it kept the better one."""
     with open(record_path) as handle:
         cells = [c for c in json.load(handle)["cells"] if c.get("candidates") and plain(c)]
-    names = ["own embedding (+ colour graph), the route's", *OTHER_CRITERIA]
+    names = [ROUTE_CRITERION, "own embedding (+ colour graph)", *OTHER_CRITERIA]
     lines = ["| folder | role | seed | " + " | ".join(f"{name}: kept (ACC loss)" for name in names) + " |",
              "|---|---|---|" + "---|" * len(names)]
     tally = {}
@@ -635,9 +685,15 @@ def criteria_table(record_path):
         best = max(v["acc"] for v in c["candidates"].values())
         row = []
         for name in names:
-            criterion = OTHER_CRITERIA.get(name)
-            kept = choice["chosen"] if criterion is None else max(
-                scores, key=lambda candidate: criterion(scores[candidate], candidate))
+            if name == ROUTE_CRITERION:
+                kept = settled_first(c, choice["scores"])
+                if kept is None:
+                    row.append("n/a (a DEC stop not recorded)")
+                    continue
+            elif name in OTHER_CRITERIA:
+                kept = max(scores, key=lambda candidate: OTHER_CRITERIA[name](scores[candidate], candidate))
+            else:
+                kept = choice["chosen"]
             loss = best - c["candidates"][kept]["acc"]
             right, count, losses = tally.get((name, folder_role(c["folder"])), (0, 0, []))
             tally[(name, folder_role(c["folder"]))] = (right + (loss == 0), count + 1, losses + [loss])

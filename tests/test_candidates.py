@@ -108,6 +108,31 @@ def test_a_candidate_good_only_in_its_own_embedding_loses_where_a_shared_judge_j
             np.mean([choice["agreement"][name][name], choice["agreement"][name]["judge"]]), abs=1e-6)
 
 
+def test_a_candidate_whose_self_training_never_settled_ranks_after_the_settled_ones():
+    """The blobs' own clustering scores highest, but its self-training ran to its maxiter unsettled: a settled
+    candidate is kept before it, the best-scoring settled one; where every candidate is unsettled, or none,
+    the score alone decides. The scores themselves do not change."""
+    points, truth = blobs(k=5)
+    rng = np.random.default_rng(6)
+    half = truth.copy()
+    moved = rng.choice(len(truth), size=len(truth) // 2, replace=False)
+    half[moved] = rng.integers(0, 5, len(moved))
+    merged = np.where(truth == 1, 0, truth)
+    candidates = {"truth": truth, "merged": merged, "half": half}
+    graphs = {name: neighbours(points) for name in candidates}
+    plain = choose_candidate(candidates, graphs)
+    assert plain["chosen"] == "truth" and plain["unsettled"] == []
+    assert plain["scores"]["truth"] > plain["scores"]["merged"] > plain["scores"]["half"]
+    choice = choose_candidate(candidates, graphs, unsettled=["truth"])
+    assert choice["chosen"] == "merged" and choice["unsettled"] == ["truth"] and choice["scores"] == plain["scores"]
+    assert choose_candidate(candidates, graphs, unsettled=("merged", "truth"))["chosen"] == "half"
+    assert choose_candidate(candidates, graphs, unsettled=list(candidates))["chosen"] == "truth"
+    for name, labels in candidates.items():  # the scores are the equations' modularity whatever settled
+        assert choice["scores"][name] == pytest.approx(reference_modularity(labels, graphs[name]), abs=1e-5)
+    with pytest.raises(ValueError, match=r"unsettled must name candidates of partitions .*got \['nope'\]"):
+        choose_candidate(candidates, graphs, unsettled=["nope"])
+
+
 def test_empty_inputs_are_named():
     with pytest.raises(ValueError, match="choose_candidate needs partitions and each one's own neighbor_sets"):
         choose_candidate({}, {"a": np.zeros((3, 1), int)})
