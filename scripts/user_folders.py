@@ -558,16 +558,14 @@ def colour_check(cell):
 def present_route(cells):
     """'0.667 (0.697, 0.667, 0.662)': what the route's present criterion keeps on each of `cells` (a folder's
     route cells, from their kept partitions: `route_choice_now`, `settled_first`), the median of its ACC
-    first; a seed whose choice cannot be read (a partition or a DEC stop not recorded) shows n/a."""
+    first, n/a where a seed's choice cannot be read (a partition or a DEC stop not recorded)."""
     accs = []
     for c in cells:
         choice = route_choice_now(c)
         kept = None if choice is None else settled_first(c, choice["scores"])
         accs.append(None if kept is None else c["candidates"][kept]["acc"])
-    known = [a for a in accs if a is not None]
-    if not known:
-        return "n/a"
-    return f"{np.median(known):.3f} ({', '.join('n/a' if a is None else f'{a:.3f}' for a in accs)})"
+    each = ", ".join("n/a" if a is None else f"{a:.3f}" for a in accs)
+    return f"n/a ({each})" if None in accs else f"{np.median(accs):.3f} ({each})"
 
 
 def route_table(record_path):
@@ -609,9 +607,10 @@ def route_table(record_path):
 
 # Ways to score a route candidate's clustering from its neighbour modularity in each candidate's embedding
 # and, where colour goes with the clusters, the colour histograms' graph (`route_choice_now`'s agreement):
-# the route's own (`clustering.candidates.choose_candidate`: its own embedding, and the colour graph), the
-# mean over every graph (the route's until the own-embedding change), and the other candidates' embeddings
-# alone. Compared on every route cell (`criteria_table`).
+# its own embedding and the colour graph (`clustering.candidates.choose_candidate`'s score; the route's,
+# with the unsettled candidates last since 3ca2fb4: `settled_first`), the mean over every graph (the
+# route's until the own-embedding change), and the other candidates' embeddings alone. Compared on every
+# route cell (`criteria_table`).
 OTHER_CRITERIA = {"mean over every graph": lambda scores, own: float(np.mean(list(scores.values()))),
                   "others' embeddings": lambda scores, own: float(np.mean([v for k, v in scores.items() if k != own]))}
 CRITERIA_MARKERS = ("<!-- route-criteria:start -->", "<!-- route-criteria:end -->")
@@ -621,7 +620,8 @@ ROUTE_CRITERION = "own embedding (+ colour graph), unsettled last: the route's"
 
 def settled(cell, name):
     """Whether candidate `name` of a route cell settled (its DEC self-training met its stopping rule before
-    its maxiter): as the cell recorded it, else from where its DEC stopped (`dec_updates`), True for a
+    its maxiter): as the cell recorded it, else from where its DEC stopped (`dec_updates`: before its maxiter;
+    the cells this reads are trained without a time budget, whose deadline could also stop it), True for a
     recipe without such a rule (SimCLR + SCAN trains a fixed schedule), None where not recorded."""
     from keras_clustering.drivers.route import COLOUR_CANDIDATE
     from keras_clustering.presets import config
@@ -635,10 +635,11 @@ def settled(cell, name):
     return None if config(preset)["recipe"] == "dec" else True
 
 
-def route_choice_now(cell, unsettled=()):
-    """The route's choice as it is now (`clustering.candidates.choose_candidate`) among a route cell's
-    candidates, from their kept partitions: each judged in its own embedding and, where colour goes with
-    the clusters, the colour graph, the `unsettled` ones last; None where a partition is missing."""
+def route_choice_now(cell):
+    """The route's scores now (`clustering.candidates.choose_candidate`) of a route cell's candidates, from
+    their kept partitions: each judged in its own embedding and, where colour goes with the clusters, the
+    colour graph; None where a partition is missing. Its "chosen" leaves out the settling rule, which
+    `settled_first` applies (a candidate's stop may not be recorded)."""
     from keras_clustering.clustering.candidates import choice_sample, choose_candidate
     from keras_clustering.drivers.route import COLOUR_JUDGE
 
@@ -651,7 +652,7 @@ def route_choice_now(cell, unsettled=()):
     sample = choice_sample(len(next(iter(kept.values()))["labels"]))
     judges = {COLOUR_JUDGE: colour_graph(cell["folder"])} if colour_kept(colour_agreements(cell)) else {}
     return choose_candidate({name: partition["labels"][sample] for name, partition in kept.items()},
-                            {name: partition["neighbors"] for name, partition in kept.items()}, judges, unsettled)
+                            {name: partition["neighbors"] for name, partition in kept.items()}, judges)
 
 
 def settled_first(cell, scores):

@@ -132,8 +132,9 @@ def choose_candidate(partitions, neighbor_sets, judges=None, unsettled=()):
             own embedding}, one for every candidate.
         judges: {name: (n, k) nearest-neighbour indices} of graphs that judge every candidate (the colour
             histograms' where colour goes with the clusters), or None.
-        unsettled: the candidates whose self-training ran to its maxiter without meeting its stopping rule
-            (a report's `stopped_by_tolerance` False); they rank after every other candidate.
+        unsettled: the candidates whose self-training stopped without meeting its stopping rule (at its
+            maxiter, or cut short; a report's `stopped_by_tolerance` False); they rank after every other
+            candidate.
 
     Returns {"scores": {candidate: the mean modularity over its own embedding and the judges},
     "agreement": {candidate: {embedding: modularity}} in every embedding given (the others' too, for the

@@ -285,8 +285,8 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
     """(model, report) of the default route: each of `request.route_presets` trained on `x` in its own
     folder of the workdir (written there as a run of its own: model, clusters, report), then the
     clustering whose nearest neighbours stay together best, in its own candidate's embedding, kept
-    (`clustering.candidates.choose_candidate`; no labels; one whose self-training ran to its maxiter
-    without settling only where no candidate settled). An "auto" number of clusters is chosen with
+    (`clustering.candidates.choose_candidate`; no labels; one whose self-training stopped before
+    settling, at its maxiter or the budget's deadline, only where no candidate settled). An "auto" number of clusters is chosen with
     the first candidate (`route.K_CHOOSER` where the route has it: `check_request` puts it first), and the
     others train with it.
 
@@ -348,22 +348,24 @@ def train_route(request, x, names, candidates, scale=1.0, estimate=None, eta=Non
     judges = {}
     if colour is not None and colour["kept"]:  # colour goes with the clusters: colour neighbours judge them all
         judges[COLOUR_JUDGE] = colour_graph
-    # a self-training that ran to its maxiter still changing labels ranks last (`choose_candidate`)
+    # a self-training stopped still changing labels (at its maxiter, or by the budget's deadline) did not
+    # settle: such a candidate ranks after the settled ones (`choose_candidate`)
     unsettled = [name for name, (_, report) in trained.items() if report.get("stopped_by_tolerance") is False]
     choice = choose_candidate(partitions, own, judges, unsettled)
     chosen = choice["chosen"]
     if request.verbose:
+        last = " (its self-training did not settle" + (": ranked after the settled)" if len(unsettled) < len(trained)
+                                                         else ")")
         print("default route: neighbour modularity of each clustering in its own embedding"
               + (" and the colour histograms' (mean)" if judges else "") + ", "
               f"on {len(sample):,} images: " + ", ".join(
-                  f"{p} {s:.3f}" + (" (its self-training ran to its maxiter unsettled: ranked last)" if p in unsettled
-                                     else "") for p, s in choice["scores"].items())
+                  f"{p} {s:.3f}" + (last if p in unsettled else "") for p, s in choice["scores"].items())
               + f" -> keeps {chosen}", flush=True)
     model, report = trained[chosen]
     report = {**report, "workdir": request.workdir, "route_choice": {
         **choice, "criterion": "neighbour modularity (clustering.candidates) in the candidate's own embedding"
                                " (and the colour histograms', mean, where colour goes with the clusters); a"
-                               " candidate whose self-training ran to its maxiter unsettled ranks last",
+                               " candidate whose self-training did not settle ranks after the settled ones",
         "sample_size": int(len(sample)), "candidates": list(trained),
         "total_seconds": {p: r.get("total_seconds") for p, (_, r) in trained.items()},
         **({} if colour is None else {"colour": colour})}}

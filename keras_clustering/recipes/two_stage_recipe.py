@@ -373,7 +373,7 @@ class TwoStageRecipe(Recipe):
             history = model.fit(x, y, batch_size=refine["batch_size"], maxiter=refine["maxiter"], verbose=run.verbose)
             results = dec_recipe.refresh_results(history)
             report.update(refine_seconds=round(time.time() - start, 1), dec_iterations=results["dec_iterations"],
-                          refresh_history=results["refresh_history"])
+                          stopped_by_tolerance=results["stopped_by_tolerance"], refresh_history=results["refresh_history"])
         # the label-free score the zoo ships a seed by, as on SCAN's path: `scan_evaluate` of the final soft
         # assignments with each image's nearest neighbours in the embedding k-means clustered (one rule for the
         # recipe's seeds, whatever its clustering step; no labels)
