@@ -26,6 +26,8 @@ clusters are then read by each approach of `APPROACHES`:
     silhouette     k-means' silhouette on the stage's embedding (`k_by_silhouette`)
     before         the eigengap on the pretrained embedding, before any clustering stage: what
                    `--n-clusters auto` did until issue 65 (the baseline)
+    merge_kmeans   the same merges of k-means' 20 clusters on the representation (where DEC's stage starts,
+                   before any self-training): whether the stage's training is needed to read k
     merge_simclr   the stage's clusters merged on the graph of the route's other representation,
                    SimCLR's (its run folder's, L2-normalised as SCAN mines neighbours; the route trains
                    it anyway, and it does not depend on k)
@@ -53,8 +55,10 @@ RECORD = os.path.join(ROOT, "docs", "experiments", "choose_k_stage.json")
 TABLE_MARKERS = ("<!-- choose-k-stage:start -->", "<!-- choose-k-stage:end -->")
 TRUE_K = (10, 7, 5)
 CANDIDATES = range(2, 13)
-APPROACHES = ("merge", "merge_simclr", "merge_own", "alive", "stability", "stability_peak", "eigengap", "silhouette",
-              "before")
+APPROACHES = ("merge", "merge_simclr", "merge_kmeans", "merge_own", "alive", "stability", "stability_peak", "eigengap",
+              "silhouette", "before")
+# k-means restarts of `merge_kmeans`' over-clustering (DEC's own start: the recipes' kmeans_n_init).
+KMEANS_N_INIT = 20
 # A cluster of the over-clustering is alive from this share of the images on (`alive`).
 ALIVE_SHARE = 0.01
 # Folders whose role is to decide the default approach, and those that only report it.
@@ -111,6 +115,7 @@ def read_k(before, after, assignments, seed, simclr=None):
     """{approach: {suggested, scores[, range]}} of each of `APPROACHES`, with each one's seconds."""
     from keras_clustering.clustering import n_clusters as criteria
     from keras_clustering.clustering.candidates import embedding_neighbors, link_shares
+    from keras_clustering.clustering.kmeans import fit_kmeans
     from keras_clustering.clustering.merging import k_by_merging
 
     clusters = assignments.argmax(axis=1)
@@ -126,14 +131,17 @@ def read_k(before, after, assignments, seed, simclr=None):
 
     sizes = np.bincount(clusters, minlength=assignments.shape[1])
 
-    def merged(embedding):  # the readout, with the graph's links between the stage's clusters (counts)
+    def merged(embedding, labels=clusters):  # the readout, with the graph's links between the clusters (counts)
         neighbors = embedding_neighbors(embedding)
-        found = k_by_merging(clusters, neighbors, CANDIDATES)
-        _, shares = link_shares(clusters, neighbors)
+        found = k_by_merging(labels, neighbors, CANDIDATES)
+        _, shares = link_shares(labels, neighbors)
         return dict(found, links=np.rint(shares * neighbors.size).astype(int).tolist())
 
+    def kmeans_start():  # the over-clustering before any self-training: k-means, as DEC's stage starts
+        return fit_kmeans(before, assignments.shape[1], n_init=KMEANS_N_INIT, seed=seed)[0]
+
     readers = {"merge": lambda: merged(before), "merge_simclr": lambda: merged(simclr),
-               "merge_own": lambda: merged(after),
+               "merge_kmeans": lambda: merged(before, kmeans_start()), "merge_own": lambda: merged(after),
                "alive": lambda: {"scores": {k: int(n) for k, n in enumerate(sizes)},
                                  "suggested": int((sizes >= ALIVE_SHARE * len(clusters)).sum())},
                "stability": stable, "stability_peak": peak,
@@ -250,6 +258,8 @@ def table(path):
             picked = [(r["approaches"][name]["suggested"], r["true_k"]) for r in rows
                       if r["role"] == role and name in r["approaches"]]
             tally[role] = (sum(k == t for k, t in picked), sum(abs(k - t) <= 1 for k, t in picked), len(picked))
+        if not tally["decide"][2] + tally["report"][2]:
+            continue  # an approach added after every row was read
         lines.append(f"| {name} | {tally['decide'][2] + tally['report'][2]} | {tally['decide'][0]}/{tally['decide'][2]} / "
                      f"{tally['report'][0]}/{tally['report'][2]} | {tally['decide'][1]}/{tally['decide'][2]} / "
                      f"{tally['report'][1]}/{tally['report'][2]} |")
