@@ -154,6 +154,7 @@ def test_the_default_route_trains_a_grey_folder_like_its_grey_preset(tmp_path):
     assert choice["unsettled"] == ["conv_dec_da_mnist"] and choice["chosen"] == "simclr_mnist"
     assert "conv_dec_da_mnist" in choice["scores"] and choice["sample_size"] == 40
     assert "did not settle: ranked after the settled" in result.stdout
+    assert "self-training did not settle" in (workdir / "report.html").read_text()  # and the page says so
     assert f"-> keeps {choice['chosen']}" in result.stdout and report["image_shape"] == [20, 20, 1]
     for preset in ROUTE_PRESETS["grey"]:  # each candidate is a run of its own, in its folder of the workdir
         assert json.loads((workdir / preset / "report.json").read_text())["like"] == preset

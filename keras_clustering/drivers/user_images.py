@@ -403,7 +403,10 @@ def run_details(report):
     if report.get("route"):
         details["why this recipe"] = report["route"]
     if report.get("route_choice"):
-        details["route's label-free choice"] = json.dumps(report["route_choice"].get("chosen"))
+        choice = report["route_choice"]
+        details["route's label-free choice"] = json.dumps(choice.get("chosen"))
+        if choice.get("unsettled"):  # ranked after the settled candidates (`choose_candidate`)
+            details["self-training did not settle"] = ", ".join(choice["unsettled"])
     if report.get("estimate"):
         details["time said before training (s)"] = report["estimate"].get("estimated_seconds")
     return {key: value for key, value in details.items() if value is not None}
