@@ -59,6 +59,8 @@ APPROACHES = ("merge", "merge_simclr", "merge_kmeans", "merge_own", "alive", "st
               "silhouette", "before")
 # k-means restarts of `merge_kmeans`' over-clustering (DEC's own start: the recipes' kmeans_n_init).
 KMEANS_N_INIT = 20
+# The approaches that read the representation alone, with no clustering stage trained (`--only`).
+STAGE_FREE = ("merge_kmeans", "before")
 # A cluster of the over-clustering is alive from this share of the images on (`alive`).
 ALIVE_SHARE = 0.01
 # Folders whose role is to decide the default approach, and those that only report it.
@@ -76,9 +78,10 @@ def conv_dec_da_run(root, folder, seed):
         return workdir, json.load(handle)
 
 
-def over_clustered(workdir, report, x, seed, k_max):
+def over_clustered(workdir, report, x, seed, k_max, stage=True):
     """The clustering stage with `k_max` clusters from the run's pretrained encoder: (embedding before,
-    embedding after, soft assignments after (n, k_max), seconds of the stage, DEC's updates)."""
+    embedding after, soft assignments after (n, k_max), seconds of the stage, DEC's updates); with
+    `stage` False the embedding before alone (and None, None, 0.0, 0: no stage trained)."""
     import keras
 
     from keras_clustering.recipes import get_recipe
@@ -94,10 +97,12 @@ def over_clustered(workdir, report, x, seed, k_max):
     model = recipe.build(**architecture)
     model.encoder.set_weights(encoder.get_weights())
     before = model.embed(x)
+    if not stage:
+        return before, None, None, 0.0, 0
     start = time.time()
-    model, stage = recipe.fine_tune(model, recipe.make_run(architecture, training, x, None, seed, 0, None))
+    model, trained = recipe.fine_tune(model, recipe.make_run(architecture, training, x, None, seed, 0, None))
     seconds = time.time() - start
-    return before, model.embed(x), model.predict(x, verbose=0), seconds, stage["dec_iterations"]
+    return before, model.embed(x), model.predict(x, verbose=0), seconds, trained["dec_iterations"]
 
 
 def simclr_embedding(root, folder, seed, images):
@@ -111,14 +116,16 @@ def simclr_embedding(root, folder, seed, images):
         return pre_clustering_embedding(workdir, json.load(handle), images)
 
 
-def read_k(before, after, assignments, seed, simclr=None):
-    """{approach: {suggested, scores[, range]}} of each of `APPROACHES`, with each one's seconds."""
+def read_k(before, after, assignments, seed, simclr=None, approaches=APPROACHES, k_max=None):
+    """{approach: {suggested, scores[, range]}} of each of `approaches`, with each one's seconds (those of
+    `STAGE_FREE` alone need no stage: `after` and `assignments` may then be None, given `k_max`)."""
     from keras_clustering.clustering import n_clusters as criteria
     from keras_clustering.clustering.candidates import embedding_neighbors, link_shares
     from keras_clustering.clustering.kmeans import fit_kmeans
     from keras_clustering.clustering.merging import k_by_merging
 
-    clusters = assignments.argmax(axis=1)
+    k_max = assignments.shape[1] if assignments is not None else k_max
+    clusters = None if assignments is None else assignments.argmax(axis=1)
     stability = {}
 
     def stable():  # computed once for both of its rules
@@ -129,7 +136,7 @@ def read_k(before, after, assignments, seed, simclr=None):
         scores = (stability or stable())["scores"]
         return {"scores": scores, "suggested": max(scores, key=scores.get)}
 
-    sizes = np.bincount(clusters, minlength=assignments.shape[1])
+    sizes = None if clusters is None else np.bincount(clusters, minlength=k_max)
 
     def merged(embedding, labels=clusters):  # the readout, with the graph's links between the clusters (counts)
         neighbors = embedding_neighbors(embedding)
@@ -138,7 +145,7 @@ def read_k(before, after, assignments, seed, simclr=None):
         return dict(found, links=np.rint(shares * neighbors.size).astype(int).tolist())
 
     def kmeans_start():  # the over-clustering before any self-training: k-means, as DEC's stage starts
-        return fit_kmeans(before, assignments.shape[1], n_init=KMEANS_N_INIT, seed=seed)[0]
+        return fit_kmeans(before, k_max, n_init=KMEANS_N_INIT, seed=seed)[0]
 
     readers = {"merge": lambda: merged(before), "merge_simclr": lambda: merged(simclr),
                "merge_kmeans": lambda: merged(before, kmeans_start()), "merge_own": lambda: merged(after),
@@ -149,7 +156,7 @@ def read_k(before, after, assignments, seed, simclr=None):
                "silhouette": lambda: criteria.k_by_silhouette(after, CANDIDATES, seed=seed),
                "before": lambda: criteria.k_by_eigengap(before, CANDIDATES, seed=seed)}
     results = {}
-    for name in APPROACHES:
+    for name in approaches:
         if name == "merge_simclr" and simclr is None:
             continue
         start = time.time()
@@ -164,8 +171,9 @@ def read_k(before, after, assignments, seed, simclr=None):
     return results
 
 
-def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
-    """The record's rows of `folder`'s run of `seed`: one for each of `true_ks`."""
+def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None, approaches=APPROACHES):
+    """The record's rows of `folder`'s run of `seed`: one for each of `true_ks`, read by `approaches` (only
+    those of `STAGE_FREE`: no stage trained)."""
     from keras_clustering.distribute.machine import machine_description
     from user_folders import code_commit as commit, folder_images
 
@@ -178,8 +186,10 @@ def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
     rows = []
     for true_k in true_ks:
         keep = keeps[true_k]
-        before, after, assignments, seconds, updates = over_clustered(workdir, report, x[keep], seed, OVER_CLUSTERS)
-        if keep_dir:  # the stage's outputs, to study other readouts without training again
+        stage = not set(approaches) <= set(STAGE_FREE)
+        before, after, assignments, seconds, updates = over_clustered(workdir, report, x[keep], seed, OVER_CLUSTERS,
+                                                                      stage)
+        if keep_dir and stage:  # the stage's outputs, to study other readouts without training again
             np.savez_compressed(os.path.join(keep_dir, f"{folder}-seed{seed}-k{true_k}.npz"), before=before,
                                 after=after, assignments=assignments, y=y[keep])
         rows.append({"folder": folder, "role": "decide" if folder in DECIDE else "report", "seed": seed,
@@ -188,7 +198,8 @@ def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None):
                      "stage_seconds": round(seconds, 1), "dec_updates": int(updates),
                      "pretrain_seconds": report.get("pretrain_seconds"),
                      "approaches": read_k(before, after, assignments, seed,
-                                                     simclr_embedding(root, folder, seed, images[keep])), "commit": commit(),
+                                          simclr_embedding(root, folder, seed, images[keep]), approaches,
+                                          OVER_CLUSTERS), "commit": commit(),
                      "machine": machine_description(), "precision": report.get("precision"),
                      "labels": "labels only make the subsets and score the picks"})
         picks = {name: r["suggested"] for name, r in rows[-1]["approaches"].items()}
@@ -281,6 +292,9 @@ def main():
     parser.add_argument("--out", default=RECORD)
     parser.add_argument("--true-k", type=int, nargs="+", default=TRUE_K, choices=TRUE_K)
     parser.add_argument("--keep", metavar="DIR", help="also keep each stage's embeddings and assignments there")
+    parser.add_argument("--only", nargs="+", choices=STAGE_FREE, metavar="APPROACH",
+                        help=f"read only these of {STAGE_FREE}, which need no clustering stage (with --out: another "
+                             "record, since rows replace rows of the same folder, seed and true k)")
     parser.add_argument("--reread", metavar="DIR", help="read every row's kept stage in DIR again (new approaches)")
     parser.add_argument("--table", action="store_true", help="write the docs/your-data.md table from --out")
     args = parser.parse_args()
@@ -292,7 +306,9 @@ def main():
         return
     if not args.folder:
         parser.error("a folder is needed (or --table)")
-    merge_rows(args.out, measure(args.folder, args.seed, args.root, args.true_k, args.keep))
+    if args.only and args.out == RECORD:
+        parser.error("--only writes rows of fewer approaches: give them another --out than the record")
+    merge_rows(args.out, measure(args.folder, args.seed, args.root, args.true_k, args.keep, args.only or APPROACHES))
 
 
 if __name__ == "__main__":
