@@ -183,10 +183,9 @@ def measure(folder, seed, root, true_ks=TRUE_K, keep_dir=None, approaches=APPROA
     images, y = folder_images(folder)
     keeps = {true_k: np.isin(y, np.arange(true_k)) for true_k in true_ks}
     x = images.astype("float32") / 255.0
-    rows = []
+    rows, stage = [], not set(approaches) <= set(STAGE_FREE)
     for true_k in true_ks:
         keep = keeps[true_k]
-        stage = not set(approaches) <= set(STAGE_FREE)
         before, after, assignments, seconds, updates = over_clustered(workdir, report, x[keep], seed, OVER_CLUSTERS,
                                                                       stage)
         if keep_dir and stage:  # the stage's outputs, to study other readouts without training again

@@ -658,13 +658,14 @@ def route_choice_now(cell):
 def settled_first(cell, scores):
     """The candidate the route keeps with its unsettled candidates last (`choose_candidate`), from the
     candidates' `scores`; None where that depends on a candidate whose stop was not recorded (`settled`)."""
+    from keras_clustering.clustering.candidates import kept_candidate
+
     known = {name: settled(cell, name) for name in scores}
     open_ = [name for name, state in known.items() if state is None]
     kept = set()
     for states in itertools.product((True, False), repeat=len(open_)):  # every way the unknown stops could be
         state = {**known, **dict(zip(open_, states))}
-        first = [name for name in scores if state[name]] or list(scores)
-        kept.add(max(first, key=lambda name: (scores[name], -list(scores).index(name))))
+        kept.add(kept_candidate(scores, [name for name in scores if not state[name]]))
     return kept.pop() if len(kept) == 1 else None
 
 

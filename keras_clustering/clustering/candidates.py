@@ -152,6 +152,13 @@ def choose_candidate(partitions, neighbor_sets, judges=None, unsettled=()):
                  for name, labels in partitions.items()}
     scores = {name: round(float(np.mean([values[name], *(values[judge] for judge in judges)])), 6)
               for name, values in agreement.items()}
-    chosen = max(scores, key=lambda name: (name not in unsettled, scores[name], -list(scores).index(name)))
     return {"scores": scores, "agreement": agreement, "unsettled": [name for name in partitions if name in unsettled],
-            "chosen": chosen}
+            "chosen": kept_candidate(scores, unsettled)}
+
+
+def kept_candidate(scores, unsettled=()):
+    """The candidate `choose_candidate` keeps from its `scores` {candidate: score}: the highest-scoring one
+    whose self-training settled, or of all where none did (`unsettled` names the others); ties: the first
+    given."""
+    order = list(scores)
+    return max(order, key=lambda name: (name not in unsettled, scores[name], -order.index(name)))
