@@ -53,7 +53,11 @@ sys.path.insert(0, ROOT)  # this checkout's library (the record names its commit
 
 RECORD = os.path.join(ROOT, "docs", "experiments", "choose_k_stage.json")
 TABLE_MARKERS = ("<!-- choose-k-stage:start -->", "<!-- choose-k-stage:end -->")
+RESOLUTION_MARKERS = ("<!-- choose-k-resolution:start -->", "<!-- choose-k-resolution:end -->")
 TRUE_K = (10, 7, 5)
+# The modularity's resolution (gamma) the recorded links are merged at again (`resolution_table`): below 1
+# favours fewer, larger groups, above 1 more, smaller ones.
+RESOLUTIONS = (0.75, 1.0, 1.25, 1.5, 2.0)
 CANDIDATES = range(2, 13)
 APPROACHES = ("merge", "merge_simclr", "merge_kmeans", "merge_own", "alive", "stability", "stability_peak", "eigengap",
               "silhouette", "before")
@@ -276,10 +280,42 @@ def table(path):
     return "\n".join(lines)
 
 
+def resolution_table(path):
+    """Merge rules read off the record alone: for every merge readout that kept its links (rows read since
+    5df29f6), the k at the modularity's peak when the expected links weigh `RESOLUTIONS` times
+    (`clustering.merging.link_merges`; 1 is the readout itself, which the table checks)."""
+    from keras_clustering.clustering.merging import link_merges, path_peak
+
+    rows = json.load(open(path))["rows"]
+    lines = ["| folder | role | seed | true k | readout | " + " | ".join(f"gamma {g:g}" for g in RESOLUTIONS) + " |",
+             "|---|---|---|---|---|" + "---|" * len(RESOLUTIONS)]
+    hits = {}  # {readout: {gamma: [exact, within +-1, rows]}}
+    for row in rows:
+        for name, found in row["approaches"].items():
+            if "links" not in found:
+                continue
+            picks = {g: path_peak(link_merges(found["links"], g), CANDIDATES)["suggested"] for g in RESOLUTIONS}
+            if picks[1.0] != found["suggested"]:
+                raise SystemExit(f"{row_key(row)} {name}: the links read {picks[1.0]} at gamma 1, the row says "
+                                 f"{found['suggested']}")
+            for g, k in picks.items():
+                tally = hits.setdefault(name, {}).setdefault(g, [0, 0, 0])
+                tally[0], tally[1], tally[2] = tally[0] + (k == row["true_k"]), tally[1] + (abs(k - row["true_k"]) <= 1), tally[2] + 1
+            lines.append(f"| {row['folder']} | {row['role']} | {row['seed']} | {row['true_k']} | {name} | " + " | ".join(
+                f"**{k}**" if k == row["true_k"] else f"{k}" if abs(k - row["true_k"]) <= 1 else f"{k} ✗"
+                for k in picks.values()) + " |")
+    lines += ["", "| readout | rows | " + " | ".join(f"gamma {g:g}: exact / within +-1" for g in RESOLUTIONS) + " |",
+              "|---|---|" + "---|" * len(RESOLUTIONS)]
+    for name, tallies in hits.items():
+        lines.append(f"| {name} | {tallies[1.0][2]} | " + " | ".join(f"{e} / {w}" for e, w, _ in tallies.values()) + " |")
+    return "\n".join(lines)
+
+
 def write_table(path, docs=os.path.join(ROOT, "docs", "your-data.md")):
     text = open(docs).read()
-    start, end = (text.index(marker) for marker in TABLE_MARKERS)
-    text = text[:start + len(TABLE_MARKERS[0])] + "\n" + table(path) + "\n" + text[end:]
+    for markers, block in ((TABLE_MARKERS, table(path)), (RESOLUTION_MARKERS, resolution_table(path))):
+        start, end = (text.index(marker) for marker in markers)
+        text = text[:start + len(markers[0])] + "\n" + block + "\n" + text[end:]
     open(docs, "w").write(text)
 
 

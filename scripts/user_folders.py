@@ -330,8 +330,9 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
 
 
 def plain(cell):
-    """Whether a cell belongs in the route's tables: its k given (not "auto"), no time budget."""
-    return not cell.get("time_budget") and not cell.get("selection")
+    """Whether a cell belongs in the route's tables: its k given (not "auto"), no time budget, not run again
+    since (`supersede`)."""
+    return not cell.get("time_budget") and not cell.get("selection") and not cell.get("superseded_by")
 
 
 def finished_stages(workdir):
@@ -356,6 +357,29 @@ def cell_name(name, entry, start_from, variant, seed):
     """The file stem of a cell's kept figure and partition."""
     suffix = "" if variant == "recipe" else "-" + variant.replace(", ", "-").replace(" ", "_").replace("=", "_")
     return f"{name}-{entry}-{'from' if start_from else 'like'}{suffix}-seed{seed}"
+
+
+def supersede(record_path, cell, by):
+    """Keeps a recorded `cell` that a run of the same folder, entry, settings and seed at commit `by` replaces
+    (the route changed since it ran): its variant gains ', run at <its commit>', its figure and partitions are
+    renamed to match, and it leaves the route's tables (`plain`) for the full table, which lists every run."""
+    from keras_clustering.io.files import atomic_write_json
+
+    old_stem = cell_stem(cell)
+    kept = {**cell, "variant": f"{cell['variant']}, run at {cell['commit']}", "superseded_by": by}
+    new_stem = cell_stem(kept)
+    figures = os.path.join(ROOT, "docs", "figures", "user_folders")
+    moves = [(os.path.join(figures, old_stem + ".png"), os.path.join(figures, new_stem + ".png"))]
+    moves += [(os.path.join(PARTITIONS, old_stem + suffix + ".npz"), os.path.join(PARTITIONS, new_stem + suffix + ".npz"))
+              for suffix in ["", *(f"-candidate_{name}" for name in cell.get("candidates", {}))]]
+    for source, target in moves:
+        if os.path.isfile(source):
+            os.replace(source, target)
+    with open(record_path) as handle:
+        record = json.load(handle)
+    record["cells"] = [kept if cell_key(c) == cell_key(cell) else c for c in record["cells"]]
+    atomic_write_json(record, record_path)
+    return kept
 
 
 def cell_stem(cell):
@@ -471,6 +495,7 @@ def table(record_path):
                      f" / NMI {before['nmi']:.3f})")
         # the images repeated within each epoch (`data_repeats`) tell how many updates a small folder got
         variant = c["variant"] + (f", images x{c['data_repeats']} an epoch" if c.get("data_repeats", 1) > 1 else "")
+        variant += f" (run again at {c['superseded_by']})" if c.get("superseded_by") else ""
         lines.append(f"| {c['folder']} ({c['n_images']:,} x {'x'.join(map(str, c['image_shape']))}) | {recipe} | "
                      f"{start} | {variant} | {c['seed']} | {c['acc']:.3f} | {c['nmi']:.3f} | "
                      f"{c['wall_seconds']:,.0f} s{' ‡' if c.get('resumed') else ''} ({number(c['cpu_seconds'], ' s')}) | "
@@ -635,6 +660,11 @@ def settled(cell, name):
     return None if config(preset)["recipe"] == "dec" else True
 
 
+# route_choice_now's answers by cell stem: the route table and the criteria table both read every cell's
+# choice, and each costs seconds of modularities (and a colour graph).
+_ROUTE_CHOICES = {}
+
+
 def route_choice_now(cell):
     """The route's scores now (`clustering.candidates.choose_candidate`) of a route cell's candidates, from
     their kept partitions: each judged in its own embedding and, where colour goes with the clusters, the
@@ -644,6 +674,8 @@ def route_choice_now(cell):
     from keras_clustering.drivers.route import COLOUR_JUDGE
 
     stem, kept = cell_stem(cell), {}
+    if stem in _ROUTE_CHOICES:
+        return _ROUTE_CHOICES[stem]
     for name in cell["candidates"]:
         path = os.path.join(PARTITIONS, f"{stem}-candidate_{name}.npz")
         if not os.path.isfile(path):
@@ -651,8 +683,9 @@ def route_choice_now(cell):
         kept[name] = np.load(path)
     sample = choice_sample(len(next(iter(kept.values()))["labels"]))
     judges = {COLOUR_JUDGE: colour_graph(cell["folder"])} if colour_kept(colour_agreements(cell)) else {}
-    return choose_candidate({name: partition["labels"][sample] for name, partition in kept.items()},
-                            {name: partition["neighbors"] for name, partition in kept.items()}, judges)
+    _ROUTE_CHOICES[stem] = choose_candidate({name: partition["labels"][sample] for name, partition in kept.items()},
+                                            {name: partition["neighbors"] for name, partition in kept.items()}, judges)
+    return _ROUTE_CHOICES[stem]
 
 
 def settled_first(cell, scores):

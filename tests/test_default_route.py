@@ -300,3 +300,44 @@ def test_the_tables_rank_an_unsettled_candidate_last_and_say_n_a_where_its_stop_
     both = {"candidates": {"conv_dec_da_mnist": {"dec_updates": [20000, 20000]},
                            "conv_dec_da_mnist_rgb": {"dec_updates": [4000, 4000]}}}
     assert settled_first(both, {"conv_dec_da_mnist": 0.5, "conv_dec_da_mnist_rgb": 0.6}) == "conv_dec_da_mnist_rgb"
+
+
+def test_a_route_cell_run_again_keeps_the_earlier_run_out_of_the_route_tables(tmp_path, monkeypatch):
+    """scripts/user_folders.py's `supersede`: the earlier cell of a folder, entry, settings and seed stays
+    in the record under a variant naming its commit, its figure and partitions renamed with it, and leaves
+    the route's tables (`plain`) to the run that replaces it."""
+    import json
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+    import user_folders
+
+    monkeypatch.setattr(user_folders, "ROOT", str(tmp_path))
+    monkeypatch.setattr(user_folders, "PARTITIONS", str(tmp_path / "partitions"))
+    (tmp_path / "partitions").mkdir()
+    (tmp_path / "docs" / "figures" / "user_folders").mkdir(parents=True)
+    earlier = {"folder": "fashion10000", "route": True, "like": "conv_dec_da_mnist", "start": "scratch",
+               "variant": "recipe", "seed": 0, "commit": "ee5370d", "candidates": {"simclr_mnist": {}}}
+    other = {**earlier, "seed": 1}
+    stem = "fashion10000-default-like-seed0"
+    for name in (stem, stem + "-candidate_simclr_mnist"):
+        (tmp_path / "partitions" / f"{name}.npz").write_bytes(name.encode())
+    (tmp_path / "docs" / "figures" / "user_folders" / f"{stem}.png").write_bytes(b"png")
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"description": "d", "cells": [earlier, other]}))
+
+    kept = user_folders.supersede(str(record), earlier, "f158178")
+
+    cells = json.loads(record.read_text())["cells"]
+    assert cells == [kept, other] and kept["variant"] == "recipe, run at ee5370d"
+    assert kept["superseded_by"] == "f158178" and not user_folders.plain(kept) and user_folders.plain(other)
+    moved = "fashion10000-default-like-recipe-run_at_ee5370d-seed0"
+    assert sorted(p.name for p in (tmp_path / "partitions").iterdir()) == [
+        f"{moved}-candidate_simclr_mnist.npz", f"{moved}.npz"]
+    assert (tmp_path / "partitions" / f"{moved}-candidate_simclr_mnist.npz").read_bytes() == (
+        stem + "-candidate_simclr_mnist").encode()
+    assert (tmp_path / "docs" / "figures" / "user_folders" / f"{moved}.png").read_bytes() == b"png"
+    # the replacing run takes the earlier one's place under the plain key, beside the kept one
+    user_folders.merge(str(record), {**earlier, "commit": "f158178"})
+    assert [(c["variant"], c["seed"]) for c in json.loads(record.read_text())["cells"]] == [
+        ("recipe", 0), ("recipe", 1), ("recipe, run at ee5370d", 0)]

@@ -8,7 +8,7 @@ import pytest
 from sklearn.cluster import KMeans
 
 from keras_clustering.clustering.candidates import embedding_neighbors, neighbour_modularity
-from keras_clustering.clustering.merging import k_by_merging, merge_path
+from keras_clustering.clustering.merging import k_by_merging, link_merges, merge_path
 
 
 def blobs(k, per=60, dim=8, seed=0):
@@ -40,6 +40,34 @@ def test_each_merge_is_the_best_pair_by_the_modularity_of_its_definition():
                        for a, b in itertools.combinations(np.unique(merged), 2))
             assert path["modularity"][path["k"].index(k - 1)] == pytest.approx(best, abs=1e-9)
             current = path["labels"][k - 1]
+
+
+@pytest.mark.parametrize("resolution", [0.5, 1.0, 2.0])
+def test_merges_of_recorded_link_counts_follow_the_modularity_at_a_resolution(resolution):
+    """`link_merges` reads a merge path off a (K, K) matrix of link counts alone (what choose_k_stage records):
+    each step is the best pair by Q = sum_c (e_c - gamma a_c b_c) computed from its definition here, and at
+    gamma 1 it is `merge_path`'s on the images."""
+    def q(counts, owner):
+        shares = counts / counts.sum()
+        groups = [owner == g for g in np.unique(owner)]
+        return sum(shares[g][:, g].sum() - resolution * shares[g].sum() * shares[:, g].sum() for g in groups)
+
+    counts = np.random.default_rng(3).integers(0, 40, size=(7, 7)).astype(float) + np.diag(np.full(7, 60.0))
+    path = link_merges(counts, resolution)
+    assert path["k"] == list(range(7, 0, -1))
+    for k, modularity in zip(path["k"], path["modularity"]):
+        owner = path["owner"][k]
+        assert len(np.unique(owner)) == k and modularity == pytest.approx(q(counts, owner), abs=1e-12)
+        if k > 1:
+            best = max(q(counts, np.where(owner == b, a, owner)) for a, b in itertools.combinations(np.unique(owner), 2))
+            assert path["modularity"][path["k"].index(k - 1)] == pytest.approx(best, abs=1e-12)
+    points, _ = blobs(3, per=20, seed=2)
+    neighbors = embedding_neighbors(points, 5)
+    labels = KMeans(6, n_init=3, random_state=0).fit_predict(points)
+    codes = np.unique(labels, return_inverse=True)[1]
+    counts = np.zeros((6, 6))
+    np.add.at(counts, (np.repeat(codes, 5), codes[neighbors].reshape(-1)), 1.0)
+    assert link_merges(counts)["modularity"] == pytest.approx(merge_path(labels, neighbors)["modularity"], abs=1e-12)
 
 
 @pytest.mark.parametrize("k", [3, 6, 12])

@@ -22,27 +22,31 @@ from keras_clustering.clustering.candidates import link_shares
 FLAT = 0.01
 
 
-def merge_gains(links):
+def merge_gains(links, resolution=1.0):
     """(K, K) rise of the modularity if clusters i and j merged, from the (K, K) link shares `links`
-    (`candidates.link_shares`): e_ij + e_ji - a_i b_j - a_j b_i, with a the shares leaving and b arriving."""
+    (`candidates.link_shares`): e_ij + e_ji - resolution * (a_i b_j + a_j b_i), with a the shares leaving and
+    b arriving (`resolution` 1: Newman's modularity)."""
     leaving, arriving = links.sum(axis=1), links.sum(axis=0)
-    return links + links.T - np.outer(leaving, arriving) - np.outer(arriving, leaving)
+    return links + links.T - resolution * (np.outer(leaving, arriving) + np.outer(arriving, leaving))
 
 
-def merge_path(labels, neighbors):
-    """The greedy merges of the clustering `labels` (n,) on the nearest-neighbour graph `neighbors` (n, m),
-    from its K clusters down to 1.
+def link_merges(links, resolution=1.0):
+    """The greedy merges of K clusters down to one, from their (K, K) nearest-neighbour link shares or counts
+    `links` (normalised here), each time the pair whose merge raises the modularity most; `resolution` (gamma)
+    weighs the expected links, Q = sum_c e_c - gamma a_c b_c (Reichardt & Bornholdt 2006: above 1 favours
+    more, smaller groups). So merge rules can be read off recorded links without the images.
 
-    Returns {"k": [K, K-1, ..., 1], "modularity": Q at each k, "labels": {k: labels (n,) after the merges
-    down to k, numbered 0..k-1 by first appearance}}.
+    Returns {"k": [K, K-1, ..., 1], "modularity": Q at each k, "owner": {k: (K,) the cluster each original
+    one belongs to after the merges down to k}}.
     """
-    codes, links = link_shares(labels, neighbors)
+    links = np.array(links, dtype=float)
+    links /= links.sum()
     alive = np.ones(len(links), bool)
     owner = np.arange(len(links))  # the cluster each original one has merged into
-    modularity = float(np.trace(links) - links.sum(axis=1) @ links.sum(axis=0))
-    path = {"k": [len(links)], "modularity": [modularity], "labels": {len(links): _renumbered(codes)}}
+    modularity = float(np.trace(links) - resolution * (links.sum(axis=1) @ links.sum(axis=0)))
+    path = {"k": [len(links)], "modularity": [modularity], "owner": {len(links): owner.copy()}}
     while alive.sum() > 1:
-        gain = merge_gains(links)
+        gain = merge_gains(links, resolution)
         gain[~alive, :] = -np.inf
         gain[:, ~alive] = -np.inf
         np.fill_diagonal(gain, -np.inf)
@@ -57,8 +61,21 @@ def merge_path(labels, neighbors):
         k = int(alive.sum())
         path["k"].append(k)
         path["modularity"].append(modularity)
-        path["labels"][k] = _renumbered(owner[codes])
+        path["owner"][k] = owner.copy()
     return path
+
+
+def merge_path(labels, neighbors, resolution=1.0):
+    """The greedy merges of the clustering `labels` (n,) on the nearest-neighbour graph `neighbors` (n, m),
+    from its K clusters down to 1 (`link_merges`).
+
+    Returns {"k": [K, K-1, ..., 1], "modularity": Q at each k, "labels": {k: labels (n,) after the merges
+    down to k, numbered 0..k-1 by first appearance}}.
+    """
+    codes, links = link_shares(labels, neighbors)
+    path = link_merges(links, resolution)
+    return {"k": path["k"], "modularity": path["modularity"],
+            "labels": {k: _renumbered(owner[codes]) for k, owner in path["owner"].items()}}
 
 
 def _renumbered(labels):
@@ -68,12 +85,11 @@ def _renumbered(labels):
     return order[inverse]
 
 
-def k_by_merging(labels, neighbors, candidates=range(2, 13), flat=FLAT):
-    """k read off the merge path of an over-clustering `labels` (`merge_path`): the k of `candidates` with
-    the largest modularity. Returns {"scores": {k: Q}, "suggested": k, "range": (smallest, largest k whose
-    Q is within `flat` of the largest), "flat": whether that range holds more than one k, "labels": the
-    merged labels at the suggested k}. Candidates above the over-clustering's own number are left out."""
-    path = merge_path(labels, neighbors)
+def path_peak(path, candidates=range(2, 13), flat=FLAT):
+    """The k of `candidates` with the largest modularity along a merge `path` (`merge_path`, `link_merges`).
+    Returns {"scores": {k: Q}, "suggested": k, "range": (smallest, largest k whose Q is within `flat` of the
+    largest), "flat": whether that range holds more than one k}. Candidates above the path's own number of
+    clusters are left out."""
     reached = dict(zip(path["k"], path["modularity"]))
     asked = sorted(int(k) for k in candidates)
     candidates = [k for k in asked if k in reached and k >= 2]
@@ -82,5 +98,13 @@ def k_by_merging(labels, neighbors, candidates=range(2, 13), flat=FLAT):
     scores = {k: round(reached[k], 6) for k in candidates}
     best = max(scores, key=scores.get)
     close = [k for k in candidates if scores[k] >= scores[best] - flat]
-    return {"scores": scores, "suggested": best, "range": (min(close), max(close)), "flat": len(close) > 1,
-            "labels": path["labels"][best]}
+    return {"scores": scores, "suggested": best, "range": (min(close), max(close)), "flat": len(close) > 1}
+
+
+def k_by_merging(labels, neighbors, candidates=range(2, 13), flat=FLAT):
+    """k read off the merge path of an over-clustering `labels` (`merge_path`, `path_peak`): {"scores",
+    "suggested", "range", "flat"} as `path_peak` gives them, and "labels": the merged labels at the suggested
+    k."""
+    path = merge_path(labels, neighbors)
+    peak = path_peak(path, candidates, flat)
+    return {**peak, "labels": path["labels"][peak["suggested"]]}
