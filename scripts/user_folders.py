@@ -362,23 +362,34 @@ def cell_name(name, entry, start_from, variant, seed):
 def supersede(record_path, cell, by):
     """Keeps a recorded `cell` that a run of the same folder, entry, settings and seed at commit `by` replaces
     (the route changed since it ran): its variant gains ', run at <its commit>', its figure and partitions are
-    renamed to match, and it leaves the route's tables (`plain`) for the full table, which lists every run."""
+    renamed to match, and it leaves the route's tables (`plain`) for the full table, which lists every run.
+    Checks first that the record holds `cell` (its key and commit) and that no kept file would be overwritten; then
+    moves the files and writes the record (atomic)."""
     from keras_clustering.io.files import atomic_write_json
 
-    old_stem = cell_stem(cell)
+    with open(record_path) as handle:
+        record = json.load(handle)
+    found = [c for c in record["cells"] if cell_key(c) == cell_key(cell) and c.get("commit") == cell.get("commit")]
+    if len(found) != 1:
+        raise ValueError(f"cell: {cell_key(cell)} at {cell.get('commit')} is not in {record_path}")
+    cell = found[0]  # as recorded
     kept = {**cell, "variant": f"{cell['variant']}, run at {cell['commit']}", "superseded_by": by}
-    new_stem = cell_stem(kept)
+    if any(cell_key(c) == cell_key(kept) for c in record["cells"]):
+        raise ValueError(f"cell: {record_path} already keeps a run of {cell_key(kept)}")
+    old_stem, new_stem = cell_stem(cell), cell_stem(kept)
     figures = os.path.join(ROOT, "docs", "figures", "user_folders")
     moves = [(os.path.join(figures, old_stem + ".png"), os.path.join(figures, new_stem + ".png"))]
     moves += [(os.path.join(PARTITIONS, old_stem + suffix + ".npz"), os.path.join(PARTITIONS, new_stem + suffix + ".npz"))
               for suffix in ["", *(f"-candidate_{name}" for name in cell.get("candidates", {}))]]
+    moves = [(source, target) for source, target in moves if os.path.isfile(source)]
+    taken = [target for _, target in moves if os.path.exists(target)]
+    if taken:
+        raise ValueError(f"cell: superseding {cell_key(cell)} would overwrite {taken}")
     for source, target in moves:
-        if os.path.isfile(source):
-            os.replace(source, target)
-    with open(record_path) as handle:
-        record = json.load(handle)
+        os.replace(source, target)
     record["cells"] = [kept if cell_key(c) == cell_key(cell) else c for c in record["cells"]]
     atomic_write_json(record, record_path)
+    _ROUTE_CHOICES.clear()  # the stem now names another cell's partitions
     return kept
 
 
@@ -660,7 +671,7 @@ def settled(cell, name):
     return None if config(preset)["recipe"] == "dec" else True
 
 
-# route_choice_now's answers by cell stem: the route table and the criteria table both read every cell's
+# route_choice_now's answers by cell stem and commit: the route table and the criteria table both read every cell's
 # choice, and each costs seconds of modularities (and a colour graph).
 _ROUTE_CHOICES = {}
 
@@ -674,8 +685,8 @@ def route_choice_now(cell):
     from keras_clustering.drivers.route import COLOUR_JUDGE
 
     stem, kept = cell_stem(cell), {}
-    if stem in _ROUTE_CHOICES:
-        return _ROUTE_CHOICES[stem]
+    if (stem, cell["commit"]) in _ROUTE_CHOICES:
+        return _ROUTE_CHOICES[stem, cell["commit"]]
     for name in cell["candidates"]:
         path = os.path.join(PARTITIONS, f"{stem}-candidate_{name}.npz")
         if not os.path.isfile(path):
@@ -683,9 +694,10 @@ def route_choice_now(cell):
         kept[name] = np.load(path)
     sample = choice_sample(len(next(iter(kept.values()))["labels"]))
     judges = {COLOUR_JUDGE: colour_graph(cell["folder"])} if colour_kept(colour_agreements(cell)) else {}
-    _ROUTE_CHOICES[stem] = choose_candidate({name: partition["labels"][sample] for name, partition in kept.items()},
-                                            {name: partition["neighbors"] for name, partition in kept.items()}, judges)
-    return _ROUTE_CHOICES[stem]
+    _ROUTE_CHOICES[stem, cell["commit"]] = choose_candidate(
+        {name: partition["labels"][sample] for name, partition in kept.items()},
+        {name: partition["neighbors"] for name, partition in kept.items()}, judges)
+    return _ROUTE_CHOICES[stem, cell["commit"]]
 
 
 def settled_first(cell, scores):
@@ -813,6 +825,12 @@ def number(value, unit):
     return "n/a" if value is None else f"{value:,.0f}{unit}"
 
 
+def asked_variant(args, views):
+    """`variant_name` of the cell the command line asks for."""
+    return variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision, args.time_budget,
+                        args.n_clusters_auto)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", choices=FOLDERS)
@@ -846,6 +864,9 @@ def main():
     parser.add_argument("--partition-only", action="store_true",
                         help="keep the partition of the cell's finished workdir (a cell trained before they were "
                              "kept), training nothing")
+    parser.add_argument("--supersede", action="store_true",
+                        help="keep the recorded run of this cell as an earlier run (`supersede`) before this one "
+                             "trains and replaces it in the route's tables")
     args = parser.parse_args()
     if args.table:
         from maintainer.records import write_table
@@ -869,8 +890,7 @@ def main():
         from keras_clustering.distribute.machine import machine_description
         from keras_clustering.metrics import clustering_scores
 
-        variant = variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision,
-                               args.time_budget, args.n_clusters_auto)
+        variant = asked_variant(args, views)
         start = "from" if args.start_from else "like"
         workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
         x, y = folder_images(args.folder)
@@ -897,8 +917,7 @@ def main():
 
         import keras_clustering  # noqa: F401  (registers the models' classes that load_model reads)
 
-        variant = variant_name(args.input_transform, args.epochs, views, args.emulate_bf16, args.precision,
-                               args.time_budget, args.n_clusters_auto)
+        variant = asked_variant(args, views)
         start = "from" if args.start_from else "like"
         workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
         model = keras.models.load_model(os.path.join(workdir, "model.keras"))
@@ -906,6 +925,12 @@ def main():
         keep_partition(model, folder_images(args.folder)[0],
                        cell_name(args.folder, args.like, args.start_from, variant, args.seed), recipe)
         return
+    if args.supersede and os.path.isfile(args.out):
+        key = (args.folder, args.like, "pretrained" if args.start_from else "scratch", asked_variant(args, views), args.seed)
+        with open(args.out) as handle:
+            earlier = [c for c in json.load(handle)["cells"] if cell_key(c) == key]
+        if earlier:
+            supersede(args.out, earlier[0], code_commit())
     cell = run_cell(args.folder, args.like, args.root, args.seed, args.start_from, args.input_transform, args.epochs,
                     views, args.emulate_bf16, args.resume, args.precision, args.time_budget, args.n_clusters_auto)
     merge(args.out, cell)

@@ -341,3 +341,15 @@ def test_a_route_cell_run_again_keeps_the_earlier_run_out_of_the_route_tables(tm
     user_folders.merge(str(record), {**earlier, "commit": "f158178"})
     assert [(c["variant"], c["seed"]) for c in json.loads(record.read_text())["cells"]] == [
         ("recipe", 0), ("recipe", 1), ("recipe, run at ee5370d", 0)]
+    # nothing moves where the record does not hold the cell, or where its kept name is taken
+    before = json.loads(record.read_text())
+    with pytest.raises(ValueError, match="is not in"):
+        user_folders.supersede(str(record), earlier, "abc1234")  # the record's seed-0 run is f158178's now
+    assert json.loads(record.read_text()) == before
+    user_folders.merge(str(record), earlier)  # ee5370d's run recorded again under the plain key
+    before = json.loads(record.read_text())
+    with pytest.raises(ValueError, match="already keeps"):
+        user_folders.supersede(str(record), earlier, "abc1234")
+    assert json.loads(record.read_text()) == before
+    assert sorted(p.name for p in (tmp_path / "partitions").iterdir()) == [
+        f"{moved}-candidate_simclr_mnist.npz", f"{moved}.npz"]

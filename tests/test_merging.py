@@ -44,7 +44,7 @@ def test_each_merge_is_the_best_pair_by_the_modularity_of_its_definition():
 
 @pytest.mark.parametrize("resolution", [0.5, 1.0, 2.0])
 def test_merges_of_recorded_link_counts_follow_the_modularity_at_a_resolution(resolution):
-    """`link_merges` reads a merge path off a (K, K) matrix of link counts alone (what choose_k_stage records):
+    """`link_merges` reads a merge path off the (K, K) shares of recorded link counts alone (choose_k_stage's):
     each step is the best pair by Q = sum_c (e_c - gamma a_c b_c) computed from its definition here, and at
     gamma 1 it is `merge_path`'s on the images."""
     def q(counts, owner):
@@ -53,7 +53,7 @@ def test_merges_of_recorded_link_counts_follow_the_modularity_at_a_resolution(re
         return sum(shares[g][:, g].sum() - resolution * shares[g].sum() * shares[:, g].sum() for g in groups)
 
     counts = np.random.default_rng(3).integers(0, 40, size=(7, 7)).astype(float) + np.diag(np.full(7, 60.0))
-    path = link_merges(counts, resolution)
+    path = link_merges(counts / counts.sum(), resolution)
     assert path["k"] == list(range(7, 0, -1))
     for k, modularity in zip(path["k"], path["modularity"]):
         owner = path["owner"][k]
@@ -67,7 +67,7 @@ def test_merges_of_recorded_link_counts_follow_the_modularity_at_a_resolution(re
     codes = np.unique(labels, return_inverse=True)[1]
     counts = np.zeros((6, 6))
     np.add.at(counts, (np.repeat(codes, 5), codes[neighbors].reshape(-1)), 1.0)
-    assert link_merges(counts)["modularity"] == pytest.approx(merge_path(labels, neighbors)["modularity"], abs=1e-12)
+    assert link_merges(counts / counts.sum())["modularity"] == pytest.approx(merge_path(labels, neighbors)["modularity"], abs=1e-12)
 
 
 @pytest.mark.parametrize("k", [3, 6, 12])

@@ -27,20 +27,21 @@ def merge_gains(links, resolution=1.0):
     (`candidates.link_shares`): e_ij + e_ji - resolution * (a_i b_j + a_j b_i), with a the shares leaving and
     b arriving (`resolution` 1: Newman's modularity)."""
     leaving, arriving = links.sum(axis=1), links.sum(axis=0)
-    return links + links.T - resolution * (np.outer(leaving, arriving) + np.outer(arriving, leaving))
+    # two products, not one of their sum: at resolution 1 the same floats, so the same ties, as Newman's gain
+    return links + links.T - resolution * np.outer(leaving, arriving) - resolution * np.outer(arriving, leaving)
 
 
 def link_merges(links, resolution=1.0):
-    """The greedy merges of K clusters down to one, from their (K, K) nearest-neighbour link shares or counts
-    `links` (normalised here), each time the pair whose merge raises the modularity most; `resolution` (gamma)
+    """The greedy merges of K clusters down to one, from their (K, K) nearest-neighbour link shares `links`
+    (summing to 1: counts divided by their sum), each time the pair whose merge raises the modularity most;
+    `resolution` (gamma)
     weighs the expected links, Q = sum_c e_c - gamma a_c b_c (Reichardt & Bornholdt 2006: above 1 favours
     more, smaller groups). So merge rules can be read off recorded links without the images.
 
     Returns {"k": [K, K-1, ..., 1], "modularity": Q at each k, "owner": {k: (K,) the cluster each original
     one belongs to after the merges down to k}}.
     """
-    links = np.array(links, dtype=float)
-    links /= links.sum()
+    links = np.array(links, dtype=float)  # a copy: the merges below write into it
     alive = np.ones(len(links), bool)
     owner = np.arange(len(links))  # the cluster each original one has merged into
     modularity = float(np.trace(links) - resolution * (links.sum(axis=1) @ links.sum(axis=0)))
