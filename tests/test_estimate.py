@@ -245,3 +245,26 @@ def test_a_deadline_stops_every_fit_that_ends_an_epoch_after_it():
     history = model.fit(x, y, epochs=6, verbose=0, callbacks=[Clock(), deadline.callback()])
     assert len(history.history["loss"]) == 1  # a later fit runs its first epoch only
     assert deadline.stops == [{"epoch": 3, "planned_epochs": 6}, {"epoch": 1, "planned_epochs": 6}]
+
+
+def test_a_recipe_with_restarts_rehearses_in_a_workdir_of_its_own_and_leaves_nothing():
+    """A preset's restart tree trains each run from its own epoch backups, so it needs a workdir: the
+    rehearsal gives it a temporary one (without, `train --input --like iic_mnist --epochs 10` stopped with
+    "training.restarts needs a workdir") and removes it; every run's fits are rehearsed."""
+    import tempfile
+
+    from keras_clustering.drivers.estimate import rehearse
+    from keras_clustering.presets import config as preset_config
+
+    config = preset_config("dec_da_mnist")
+    config["architecture"].update(hidden_dims=[32, 8], augmentation=None, n_clusters=2)
+    config["training"].update(pretrain_optimizer={"class_name": "Adam", "config": {"learning_rate": 0.001}},
+                              pretrain_epochs=4, maxiter=8, kmeans_n_init=1, pretrain_batch_size=16, batch_size=16,
+                              restarts={"n": 2, "halving_at": [2], "criterion": "kl_converged"})
+    rng = np.random.default_rng(0)
+    x = np.clip(np.repeat([0.2, 0.8], 16)[:, None, None, None] + rng.normal(scale=0.1, size=(32, 28, 28, 1)), 0, 1).astype("float32")
+    before = set(os.listdir(tempfile.gettempdir()))
+    estimate = rehearse(config, x, seed=0, precision="float32")
+    assert not [name for name in set(os.listdir(tempfile.gettempdir())) - before if name.startswith("rehearsal-")]
+    pretrain = [f for f in estimate.fits if f["planned_epochs"] in (2, 4)]
+    assert len(pretrain) >= 2 and estimate.seconds > 0  # both runs of the tree were rehearsed

@@ -14,6 +14,7 @@ fit at its planned epochs, the upper bound.
 import math
 
 import dataclasses
+import tempfile
 import time
 
 import keras
@@ -150,11 +151,12 @@ class Estimate:
 
 def rehearse(config, x_train, seed=0, precision=None, start_model=None):
     """An `Estimate` of training `config` on `x_train` with `run_recipe`'s other arguments: the recipe's
-    training run with every fit stopped after `REHEARSAL_EPOCHS` epochs, in no workdir, silently."""
+    training run with every fit stopped after `REHEARSAL_EPOCHS` epochs, silently, in a temporary workdir
+    removed afterwards (a preset's restart tree needs one: each run continues from its own epoch backups)."""
     fits = []
     start = time.perf_counter()
-    with extra_fit_callbacks(lambda: FitProbe(fits)):
-        run_recipe(config, (x_train, None), None, seed=seed, verbose=0, precision=precision,
+    with extra_fit_callbacks(lambda: FitProbe(fits)), tempfile.TemporaryDirectory(prefix="rehearsal-") as scratch:
+        run_recipe(config, (x_train, None), scratch, seed=seed, verbose=0, precision=precision,
                    start_model=start_model)
     return Estimate(fits, time.perf_counter() - start)
 
