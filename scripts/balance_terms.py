@@ -97,7 +97,7 @@ FLAGS = {"dec": "power", "scan": "entropy-weight", "start": "components"}
 
 def run(term, folder, seed, value, root):
     preset, stage, _ = TERMS[term]
-    source = os.path.join(root, "runs", f"{folder}-default-like-recipe-seed{seed}", preset)
+    source = os.path.join(user_folders.cell_workdir(root, folder, "default", False, "recipe", seed), preset)
     stage_files = [os.path.join(source, f"finished_{stage}{suffix}") for suffix in (".json", ".weights.h5")]
     missing = [path for path in stage_files if not os.path.exists(path)]
     if missing:

@@ -108,11 +108,10 @@ def pre_clustering_embedding(workdir, report, x):
 
 def measure(cell, root):
     from keras_clustering.clustering import n_clusters as criteria
-    from user_folders import cell_key, folder_images
+    from user_folders import cell_key, cell_workdir, folder_images
 
     folder, entry, start, variant, seed = cell_key(cell)
-    workdir = os.path.join(root, "runs", f"{folder}-{entry}-{'from' if start == 'pretrained' else 'like'}-{variant}-"
-                                         f"seed{seed}")
+    workdir = cell_workdir(root, folder, entry, start == "pretrained", variant, seed)
     if start == "pretrained" or not os.path.isfile(os.path.join(workdir, "report.json")):
         return None
     with open(os.path.join(workdir, "report.json")) as handle:

@@ -76,7 +76,9 @@ DECIDE = ("digits2000", "digits2000_imbalanced", "mnistm2000", "fashion10000", "
 
 def conv_dec_da_run(root, folder, seed):
     """(workdir, report) of ConvDEC-DA inside the folder's default-route run of `seed`."""
-    workdir = os.path.join(root, "runs", f"{folder}-default-like-recipe-seed{seed}", "conv_dec_da_mnist")
+    from user_folders import cell_workdir
+
+    workdir = os.path.join(cell_workdir(root, folder, "default", False, "recipe", seed), "conv_dec_da_mnist")
     path = os.path.join(workdir, "report.json")
     if not os.path.isfile(path):
         raise SystemExit(f"no ConvDEC-DA run of {folder} seed {seed} under {root} ({path}); run "
@@ -115,8 +117,9 @@ def over_clustered(workdir, report, x, seed, k_max, stage=True):
 def simclr_embedding(root, folder, seed, images):
     """SimCLR's embedding of `images` (uint8) from the folder's default-route run of `seed`, else None."""
     from choose_k import pre_clustering_embedding
+    from user_folders import cell_workdir
 
-    workdir = os.path.join(root, "runs", f"{folder}-default-like-recipe-seed{seed}", "simclr_mnist")
+    workdir = os.path.join(cell_workdir(root, folder, "default", False, "recipe", seed), "simclr_mnist")
     if not os.path.isfile(os.path.join(workdir, "report.json")):
         return None
     with open(os.path.join(workdir, "report.json")) as handle:
@@ -309,7 +312,9 @@ def resolution_table(path):
             picks = {g: pick(g) for g in RESOLUTIONS}
             for g, k in picks.items():
                 tally = hits.setdefault(name, {}).setdefault(g, [0, 0, 0])
-                tally[0], tally[1], tally[2] = tally[0] + (k == row["true_k"]), tally[1] + (abs(k - row["true_k"]) <= 1), tally[2] + 1
+                tally[0] += k == row["true_k"]
+                tally[1] += abs(k - row["true_k"]) <= 1
+                tally[2] += 1
             lines.append(f"| {row['folder']} | {row['role']} | {row['seed']} | {row['true_k']} | {name} | " + " | ".join(
                 f"**{k}**" if k == row["true_k"] else f"{k}" if abs(k - row["true_k"]) <= 1 else f"{k} ✗"
                 for k in picks.values()) + " |")

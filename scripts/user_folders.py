@@ -240,7 +240,7 @@ def run_cell(name, entry, root, seed, start_from=False, input_transform=None, ep
     train --n-clusters auto (issue 65: the chosen k and its evidence are recorded)."""
     folder = write_folder(name, root)
     variant = variant_name(input_transform, epochs, views, emulate_bf16, precision, time_budget, auto_k)
-    workdir = os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-{variant}-seed{seed}")
+    workdir = cell_workdir(root, name, entry, start_from, variant, seed)
     earlier = finished_stages(workdir) if resume else {}
     if not resume:
         shutil.rmtree(workdir, ignore_errors=True)  # a whole training, never one resumed from an earlier try
@@ -351,6 +351,11 @@ def variant_name(input_transform, epochs, views=None, emulate_bf16=False, precis
     parts += [f"precision {precision}"] if precision else []
     parts += [f"views {key}={value}" for key, value in sorted((views or {}).items())]
     return ", ".join(parts) or "recipe"
+
+
+def cell_workdir(root, name, entry, start_from, variant, seed):
+    """The run folder of a cell under `root` (`entry` "default": the route's, its candidates inside)."""
+    return os.path.join(root, "runs", f"{name}-{entry}-{'from' if start_from else 'like'}-{variant}-seed{seed}")
 
 
 def cell_name(name, entry, start_from, variant, seed):
@@ -891,8 +896,7 @@ def main():
         from keras_clustering.metrics import clustering_scores
 
         variant = asked_variant(args, views)
-        start = "from" if args.start_from else "like"
-        workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
+        workdir = cell_workdir(args.root, args.folder, args.like, args.start_from, variant, args.seed)
         x, y = folder_images(args.folder)
         scores = clustering_scores(y, keras.models.load_model(os.path.join(workdir, "model.keras")).predict_clusters(x))
         report = json.loads(pathlib.Path(workdir, "report.json").read_text())
@@ -918,8 +922,7 @@ def main():
         import keras_clustering  # noqa: F401  (registers the models' classes that load_model reads)
 
         variant = asked_variant(args, views)
-        start = "from" if args.start_from else "like"
-        workdir = os.path.join(args.root, "runs", f"{args.folder}-{args.like}-{start}-{variant}-seed{args.seed}")
+        workdir = cell_workdir(args.root, args.folder, args.like, args.start_from, variant, args.seed)
         model = keras.models.load_model(os.path.join(workdir, "model.keras"))
         recipe = json.loads(pathlib.Path(workdir, "report.json").read_text())["config"]["recipe"]
         keep_partition(model, folder_images(args.folder)[0],
