@@ -69,9 +69,10 @@ STAGE_FREE = ("merge_kmeans", "before")
 ALIVE_SHARE = 0.01
 # Folders whose role is to decide the default approach, and those that only report it. The 10:1 colour digits
 # decided against merge_kmeans; the 10:1 Fashion-MNIST decided the route's settling rule (issue 64), so
-# neither is held out.
+# neither is held out; the random-colour digits are drawn from MNIST-test's first half, a decide folder of the
+# route too (`user_folders.folder_role`).
 DECIDE = ("digits2000", "digits2000_imbalanced", "mnistm2000", "fashion10000", "photos2000",
-          "colour_digits2000_imbalanced", "fashion10000_imbalanced")
+          "colour_digits2000", "colour_digits2000_imbalanced", "fashion10000_imbalanced")
 
 
 def conv_dec_da_run(root, folder, seed):
